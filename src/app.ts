@@ -1,0 +1,77 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { requestId } from "hono/request-id";
+import { createDb } from "./db/client";
+import { devFixturesEnabled, devRoutes } from "./dev/routes";
+import type { AppEnv } from "./env";
+import { bearerCors } from "./http/cors";
+import { ApiError, messages, renderError } from "./http/errors";
+import { validationHook } from "./http/validate";
+import { productRoutes } from "./products/routes";
+
+export const apiBasePath = "/api/v1";
+
+/** Largest JSON body a bearer route reads; larger ones are refused before parsing. */
+const maxJsonBodyBytes = 1024 * 1024;
+
+/** The versioned API: every documented route, mounted feature by feature. */
+function createApi() {
+  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  api.use("*", bearerCors);
+  api.use("*", async (c, next) => {
+    // The dev fixture route has its own, larger limit.
+    if (c.req.path.startsWith(`${apiBasePath}/_dev/`)) return next();
+    return bodyLimit({
+      maxSize: maxJsonBodyBytes,
+      onError: () => {
+        throw new ApiError(413, messages.payloadTooLarge);
+      },
+    })(c, next);
+  });
+  api.route("/", productRoutes);
+  api.route("/_dev", devRoutes);
+
+  api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });
+  api.doc31("/openapi.json", (c) => ({
+    openapi: "3.1.0",
+    info: {
+      title: "Storefront Checkout API",
+      version: "1.0.0",
+      description:
+        "Hosted checkout media, custom-field deletion, product publishing, cross-sell and subscription lists. Every route but the byte PUT needs `Authorization: Bearer <token>`.",
+    },
+    servers: [{ url: new URL(apiBasePath, c.req.url).toString() }],
+  }));
+  api.get("/docs", Scalar({ url: `${apiBasePath}/openapi.json`, pageTitle: "Storefront Checkout API" }));
+  return api;
+}
+
+/** Builds the Worker's app: request ids, 404/405, errors rendered as the specification's bodies. */
+export function createApp() {
+  const app = new Hono<AppEnv>();
+  app.use(
+    "*",
+    requestId({ headerName: "", generator: (c) => c.req.header("CF-Ray") || crypto.randomUUID() }),
+    async (c, next) => {
+      c.set("db", createDb(c.env.DB));
+      await next();
+      c.header("X-Request-Id", c.get("requestId"));
+    },
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) => {
+        if (c.req.path.startsWith(`${apiBasePath}/_dev/`) && !devFixturesEnabled(c.env)) {
+          return c.json({ message: messages.notFound }, 404);
+        }
+        return c.json({ message: messages.methodNotAllowed }, 405, { Allow: methods.join(", ") });
+      },
+    }),
+  );
+  app.route(apiBasePath, createApi());
+  app.notFound((c) => c.json({ message: messages.notFound }, 404));
+  app.onError(renderError);
+  return app;
+}

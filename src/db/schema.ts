@@ -1,0 +1,219 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/** Milliseconds since the epoch, as a JS Date. */
+const timestamp = (name: string) => integer(name, { mode: "timestamp_ms" });
+const json = <T>(name: string) => text(name, { mode: "json" }).$type<T>();
+const flag = (name: string) => integer(name, { mode: "boolean" });
+
+/** A store: its plan, its upload limit and the state of its external-platform account. */
+export const stores = sqliteTable("stores", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  planActive: flag("plan_active").notNull(),
+  /** Null means the `DEFAULT_UPLOAD_LIMIT_BYTES` configuration value. */
+  uploadLimitBytes: integer("upload_limit_bytes"),
+  createdAt: timestamp("created_at").notNull(),
+});
+
+/** API tokens: only the SHA-256 of the secret is kept. */
+export const apiTokens = sqliteTable("api_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  storeIds: json<string[]>("store_ids").notNull(),
+  abilities: json<string[]>("abilities").notNull(),
+  createdAt: timestamp("created_at").notNull(),
+});
+
+/** Time of the last change of each live product section; a draft remembers the ones it was based on. */
+const sectionTimes = {
+  fieldsUpdatedAt: timestamp("fields_updated_at").notNull(),
+  settingsUpdatedAt: timestamp("settings_updated_at").notNull(),
+  stylesUpdatedAt: timestamp("styles_updated_at").notNull(),
+  mediaUpdatedAt: timestamp("media_updated_at").notNull(),
+};
+
+/**
+ * Products. The columns are what the service reasons about; `attributes` holds the remaining
+ * Product resource fields, validated by the same zod schema that documents the resource.
+ */
+export const products = sqliteTable(
+  "products",
+  {
+    id: text("id").primaryKey(),
+    storeId: text("store_id")
+      .notNull()
+      .references(() => stores.id),
+    status: text("status", { enum: ["draft", "published", "archived"] }).notNull(),
+    name: text("name").notNull(),
+    slug: text("slug").notNull(),
+    attributes: json<Record<string, unknown>>("attributes").notNull(),
+    /** False while the product has never had custom fields: reads show null, not []. */
+    customFieldsDefined: flag("custom_fields_defined").notNull(),
+    waitlistCustomFieldsDefined: flag("waitlist_custom_fields_defined").notNull(),
+    wallId: text("wall_id"),
+    footerId: text("footer_id"),
+    redirectCourseId: text("redirect_course_id"),
+    ...sectionTimes,
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("products_store_slug").on(t.storeId, t.slug)],
+);
+
+/** Variants (prices) of a product, in display order. */
+export const variants = sqliteTable(
+  "variants",
+  {
+    id: text("id").primaryKey(),
+    productId: text("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    status: text("status").notNull(),
+    name: text("name").notNull(),
+    attributes: json<Record<string, unknown>>("attributes").notNull(),
+    /** False: the variant has no array of its own (null); true with no rows: an empty array. */
+    customFieldsDefined: flag("custom_fields_defined").notNull(),
+  },
+  (t) => [index("variants_product").on(t.productId, t.position)],
+);
+
+export const customFieldOwners = ["product", "waitlist", "variant"] as const;
+export type CustomFieldOwner = (typeof customFieldOwners)[number];
+
+/** Live custom checkout fields of a product, its waitlist or a variant; `position` is `order`. */
+export const customFields = sqliteTable(
+  "custom_fields",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    productId: text("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    ownerKind: text("owner_kind", { enum: customFieldOwners }).notNull(),
+    /** The product id for product and waitlist fields, the variant id for variant fields. */
+    ownerId: text("owner_id").notNull(),
+    name: text("name").notNull(),
+    enabled: flag("enabled").notNull(),
+    position: integer("position").notNull(),
+    /** Definition keys beyond name, enabled and order, kept as given. */
+    extra: json<Record<string, unknown>>("extra").notNull(),
+  },
+  (t) => [
+    uniqueIndex("custom_fields_owner_name").on(t.ownerKind, t.ownerId, t.name),
+    index("custom_fields_owner_position").on(t.ownerKind, t.ownerId, t.position),
+  ],
+);
+
+/** Live cross-sells of a product in display order; any required field may be missing (incomplete). */
+export const crossSells = sqliteTable(
+  "cross_sells",
+  {
+    id: text("id").primaryKey(),
+    ownerProductId: text("owner_product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    productId: text("product_id"),
+    variantId: text("variant_id"),
+    parentId: text("parent_id"),
+    title: text("title"),
+    mainDescription: json<unknown>("main_description"),
+    description: json<unknown>("description"),
+    buttonText: text("button_text"),
+    amount: integer("amount"),
+    currency: text("currency"),
+    discount: json<unknown>("discount"),
+    validityMinutes: integer("validity_minutes"),
+    onePurchase: flag("one_purchase").notNull(),
+    sendOffer: flag("send_offer").notNull(),
+    active: flag("active").notNull(),
+  },
+  (t) => [index("cross_sells_owner_position").on(t.ownerProductId, t.position)],
+);
+
+/** Courses connected to the live product on the external platform. */
+export const productCourses = sqliteTable(
+  "product_courses",
+  {
+    productId: text("product_id")
+      .notNull()
+      .references(() => products.id, { onDelete: "cascade" }),
+    courseId: text("course_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.productId, t.courseId] })],
+);
+
+/** The unpublished overlay of a product: at most one, versioned for compare-and-set writes. */
+export const drafts = sqliteTable("drafts", {
+  productId: text("product_id")
+    .primaryKey()
+    .references(() => products.id, { onDelete: "cascade" }),
+  draftVersion: integer("draft_version").notNull(),
+  /** The whole overlay (see products/draft-document.ts). */
+  document: json<Record<string, unknown>>("document").notNull(),
+  fieldsBasedOn: timestamp("fields_based_on").notNull(),
+  settingsBasedOn: timestamp("settings_based_on").notNull(),
+  stylesBasedOn: timestamp("styles_based_on").notNull(),
+  mediaBasedOn: timestamp("media_based_on").notNull(),
+  createdAt: timestamp("created_at").notNull(),
+});
+
+/** Subscriptions created by purchases of recurring variants. */
+export const subscriptions = sqliteTable(
+  "subscriptions",
+  {
+    id: text("id").primaryKey(),
+    storeId: text("store_id")
+      .notNull()
+      .references(() => stores.id),
+    customerId: text("customer_id").notNull(),
+    customerName: text("customer_name").notNull(),
+    customerEmail: text("customer_email"),
+    /** Lower-cased e-mail for the exact, case-insensitive e-mail search. */
+    customerEmailKey: text("customer_email_key"),
+    productId: text("product_id").notNull(),
+    variantId: text("variant_id").notNull(),
+    hiddenByCustomer: flag("hidden_by_customer").notNull(),
+    remoteId: text("remote_id"),
+    provider: text("provider").notNull(),
+    status: text("status"),
+    variantName: text("variant_name"),
+    productName: text("product_name"),
+    recurringAmount: integer("recurring_amount"),
+    currency: text("currency"),
+    interval: text("interval"),
+    intervalCount: integer("interval_count"),
+    quantity: integer("quantity").notNull(),
+    currentPeriodEnd: timestamp("current_period_end"),
+    cancelAt: timestamp("cancel_at"),
+    canceledAt: timestamp("canceled_at"),
+    createdAt: timestamp("created_at").notNull(),
+    /**
+     * Customer, product and variant names lower-cased with full Unicode case folding (SQLite's
+     * lower() only folds ASCII), joined by a separator no name contains, for the free-text search.
+     */
+    searchText: text("search_text").notNull(),
+  },
+  (t) => [
+    index("subscriptions_store_created").on(t.storeId, t.createdAt, t.id),
+    index("subscriptions_store_status_created").on(t.storeId, t.status, t.createdAt, t.id),
+    index("subscriptions_store_customer_created").on(t.storeId, t.customerId, t.createdAt, t.id),
+    index("subscriptions_store_product_created").on(t.storeId, t.productId, t.createdAt, t.id),
+    index("subscriptions_store_variant_created").on(t.storeId, t.variantId, t.createdAt, t.id),
+    index("subscriptions_store_canceled").on(t.storeId, t.canceledAt),
+    index("subscriptions_store_period_end").on(t.storeId, t.currentPeriodEnd),
+    index("subscriptions_store_email").on(t.storeId, t.customerEmailKey),
+  ],
+);
+
+/** State of the built-in fake project platform (development only), one row per store account. */
+export const devPlatformAccounts = sqliteTable("dev_platform_accounts", {
+  storeId: text("store_id")
+    .primaryKey()
+    .references(() => stores.id),
+  connected: flag("connected").notNull(),
+  projects: json<string[]>("projects").notNull(),
+  courses: json<string[]>("courses").notNull(),
+  updatedAt: timestamp("updated_at")
+    .notNull()
+    .default(sql`(unixepoch() * 1000)`),
+});

@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { CrossSellRecord } from "../cross-sells/resource";
+import { abilities } from "../http/auth";
+import { Player } from "../products/draft-document";
+import { CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
+import { subscriptionStatuses } from "../subscriptions/resource";
+
+/* The fixture document of shared/design/dev-fixtures.md. Unknown keys are ignored. */
+
+const id = z.uuid().transform((value) => value.toLowerCase());
+const time = z.iso.datetime({ offset: true });
+
+const CustomFieldList = z.array(CustomField).superRefine((fields, ctx) => {
+  const seen = new Set<string>();
+  fields.forEach((field, index) => {
+    if (seen.has(field.name)) ctx.addIssue({ code: "custom", message: "Custom field names must be unique.", path: [index, "name"] });
+    seen.add(field.name);
+  });
+});
+
+const SectionTimes = z.object({
+  fields: time.optional(),
+  settings: time.optional(),
+  styles: time.optional(),
+  media: time.optional(),
+});
+
+const FixtureStore = z.object({
+  id,
+  name: z.string().min(1),
+  plan_active: z.boolean().default(true),
+  upload_limit_bytes: z.number().int().min(1).optional(),
+  platform: z
+    .object({
+      connected: z.boolean().default(true),
+      projects: z.array(id).default([]),
+      courses: z.array(id).default([]),
+    })
+    .optional(),
+});
+
+const FixtureToken = z.object({
+  token: z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/, "Tokens are printable ASCII without spaces."),
+  store_ids: z.array(id).min(1),
+  abilities: z.array(z.enum([...abilities, "*"])).min(1),
+});
+
+const FixtureVariant = z.object({
+  id,
+  name: z.string().min(1),
+  status: z.string().min(1).default("published"),
+  ...VariantAttributes.shape,
+  custom_fields: CustomFieldList.nullable().optional(),
+});
+
+const slug = z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, "A slug is lower-case letters, digits and hyphens.");
+
+const FixtureDraft = z.object({
+  draft_version: z.number().int().min(1).default(1),
+  based_on: SectionTimes.optional(),
+  product: z
+    .object({ name: z.string().min(1), slug, ...ProductAttributes.shape })
+    .partial()
+    .default({}),
+  custom_fields: CustomFieldList.nullable().optional(),
+  waitlist_custom_fields: CustomFieldList.nullable().optional(),
+  variants: z.array(FixtureVariant).optional(),
+  cross_sells: z.array(CrossSellRecord).optional(),
+  wall_id: id.nullable().optional(),
+  footer_id: id.nullable().optional(),
+  player: Player.optional(),
+});
+
+const FixtureProduct = z.object({
+  id,
+  store_id: id,
+  status: z.enum(["draft", "published", "archived"]).default("draft"),
+  name: z.string().min(1),
+  slug,
+  ...ProductAttributes.shape,
+  custom_fields: CustomFieldList.nullable().default(null),
+  waitlist_custom_fields: CustomFieldList.nullable().default(null),
+  variants: z.array(FixtureVariant).default([]),
+  cross_sells: z.array(CrossSellRecord).default([]),
+  wall_id: id.nullable().default(null),
+  footer_id: id.nullable().default(null),
+  courses: z.array(id).default([]),
+  redirect_course_id: id.nullable().default(null),
+  updated_at: SectionTimes.default({}),
+  draft: FixtureDraft.optional(),
+});
+
+const FixtureSubscription = z.object({
+  id,
+  store_id: id,
+  customer_id: id,
+  customer_name: z.string().min(1),
+  customer_email: z.string().nullable().default(null),
+  product_id: id,
+  variant_id: id,
+  hidden_by_customer: z.boolean().default(false),
+  remote_id: z.string().nullable().default(null),
+  provider: z.string().default("stripe"),
+  status: z.enum(subscriptionStatuses).nullable().default("active"),
+  variant_name: z.string().nullable().default(null),
+  product_name: z.string().nullable().default(null),
+  recurring_amount: z.number().int().nullable().default(null),
+  currency: z
+    .string()
+    .regex(/^[a-z]{3}$/)
+    .nullable()
+    .default(null),
+  interval: z.enum(["day", "week", "month", "year"]).nullable().default(null),
+  interval_count: z.number().int().min(1).nullable().default(null),
+  quantity: z.number().int().min(1).default(1),
+  current_period_end: time.nullable().default(null),
+  cancel_at: time.nullable().default(null),
+  canceled_at: time.nullable().default(null),
+  created_at: time.optional(),
+});
+
+/** The whole fixture document; every section may be omitted. */
+export const FixtureDocument = z.object({
+  stores: z.array(FixtureStore).default([]),
+  tokens: z.array(FixtureToken).default([]),
+  products: z.array(FixtureProduct).default([]),
+  subscriptions: z.array(FixtureSubscription).default([]),
+});
+export type FixtureDocument = z.infer<typeof FixtureDocument>;
+export type FixtureProduct = z.infer<typeof FixtureProduct>;
+export type FixtureVariant = z.infer<typeof FixtureVariant>;
+export type FixtureDocumentInput = z.input<typeof FixtureDocument>;

@@ -1,0 +1,350 @@
+import { eq, inArray, or } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Database } from "../db/client";
+import { insertStatements, runAtomically, upsertStatements } from "../db/batch";
+import {
+  apiTokens,
+  crossSells,
+  customFields,
+  devPlatformAccounts,
+  drafts,
+  productCourses,
+  products,
+  stores,
+  subscriptions,
+  variants,
+} from "../db/schema";
+import { sha256Hex } from "../http/auth";
+import { type FieldErrors, validationError } from "../http/errors";
+import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
+import { type CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
+import { subscriptionSearchText } from "../subscriptions/resource";
+import type { FixtureDocument, FixtureProduct, FixtureVariant } from "./fixture-schema";
+
+const epoch = new Date(0);
+const productAttributeKeys = Object.keys(ProductAttributes.shape) as (keyof ProductAttributes)[];
+const variantAttributeKeys = Object.keys(VariantAttributes.shape);
+
+function pick(source: Record<string, unknown>, keys: readonly string[]) {
+  return Object.fromEntries(keys.filter((key) => key in source).map((key) => [key, source[key]]));
+}
+
+/** Custom fields in their given order (explicit `order` first, then position), renumbered 0..n-1. */
+function orderFields(fields: readonly CustomField[]): StoredCustomField[] {
+  return fields
+    .map((field, index) => ({ field, rank: field.order ?? Number.MAX_SAFE_INTEGER, index }))
+    .sort((a, b) => a.rank - b.rank || a.index - b.index)
+    .map(({ field }, order) => ({ ...field, enabled: field.enabled ?? true, order }));
+}
+
+function orderedOrNull(fields: readonly CustomField[] | null | undefined) {
+  return fields ? orderFields(fields) : null;
+}
+
+function draftVariant(variant: FixtureVariant): DraftVariant {
+  return {
+    id: variant.id,
+    status: variant.status,
+    name: variant.name,
+    attributes: VariantAttributes.parse(pick(variant, variantAttributeKeys)),
+    custom_fields: orderedOrNull(variant.custom_fields),
+  };
+}
+
+function sectionTime(value: string | undefined, fallback: Date) {
+  return value ? new Date(value) : fallback;
+}
+
+/** The complete overlay document of a fixture product's draft: live values where the draft is silent. */
+function draftDocument(product: FixtureProduct, draft: NonNullable<FixtureProduct["draft"]>): DraftDocument {
+  const liveAttributes = ProductAttributes.parse(pick(product, productAttributeKeys));
+  return {
+    product: {
+      name: draft.product.name ?? product.name,
+      slug: draft.product.slug ?? product.slug,
+      attributes: ProductAttributes.parse({ ...liveAttributes, ...pick(draft.product, productAttributeKeys) }),
+    },
+    custom_fields: draft.custom_fields !== undefined ? orderedOrNull(draft.custom_fields) : orderedOrNull(product.custom_fields),
+    waitlist_custom_fields:
+      draft.waitlist_custom_fields !== undefined
+        ? orderedOrNull(draft.waitlist_custom_fields)
+        : orderedOrNull(product.waitlist_custom_fields),
+    variants: (draft.variants ?? product.variants).map(draftVariant),
+    cross_sells: draft.cross_sells ?? product.cross_sells,
+    wall_id: draft.wall_id !== undefined ? draft.wall_id : product.wall_id,
+    footer_id: draft.footer_id !== undefined ? draft.footer_id : product.footer_id,
+    player: draft.player ?? null,
+  };
+}
+
+function fieldRows(productId: string, ownerKind: "product" | "waitlist" | "variant", ownerId: string, fields: StoredCustomField[]) {
+  return fields.map(({ name, enabled, order, ...extra }) => ({
+    productId,
+    ownerKind,
+    ownerId,
+    name,
+    enabled,
+    position: order,
+    extra,
+  }));
+}
+
+/** Cross-references the schema alone cannot check: stores named by products, tokens and subscriptions. */
+async function referenceErrors(db: Database, document: FixtureDocument): Promise<FieldErrors> {
+  const errors: FieldErrors = {};
+  const add = (field: string, message: string) => {
+    errors[field] = [...(errors[field] ?? []), message];
+  };
+  const named = new Set<string>([
+    ...document.tokens.flatMap((token) => token.store_ids),
+    ...document.products.map((product) => product.store_id),
+    ...document.subscriptions.map((subscription) => subscription.store_id),
+  ]);
+  const known = new Set(document.stores.map((store) => store.id));
+  const missing = [...named].filter((storeId) => !known.has(storeId));
+  if (missing.length > 0) {
+    const stored = await db.select({ id: stores.id }).from(stores).where(inArray(stores.id, missing));
+    for (const row of stored) known.add(row.id);
+  }
+  const unknownStore = "The store does not exist.";
+  document.tokens.forEach((token, i) =>
+    token.store_ids.forEach((storeId, j) => {
+      if (!known.has(storeId)) add(`tokens.${i}.store_ids.${j}`, unknownStore);
+    }),
+  );
+  document.products.forEach((product, i) => {
+    if (!known.has(product.store_id)) add(`products.${i}.store_id`, unknownStore);
+  });
+  document.subscriptions.forEach((subscription, i) => {
+    if (!known.has(subscription.store_id)) add(`subscriptions.${i}.store_id`, unknownStore);
+  });
+
+  const slugs = new Map<string, number>();
+  document.products.forEach((product, i) => {
+    const key = `${product.store_id}/${product.slug}`;
+    if (slugs.has(key)) add(`products.${i}.slug`, "The slug is already used by another product of the store.");
+    slugs.set(key, i);
+  });
+  for (const [section, items] of Object.entries({
+    stores: document.stores,
+    products: document.products,
+    subscriptions: document.subscriptions,
+  })) {
+    const ids = new Set<string>();
+    items.forEach((item, i) => {
+      if (ids.has(item.id)) add(`${section}.${i}.id`, "The id appears twice in the document.");
+      ids.add(item.id);
+    });
+  }
+  return errors;
+}
+
+export type LoadedCounts = { stores: number; tokens: number; products: number; cross_sells: number; subscriptions: number };
+
+/**
+ * Loads a fixture document: upserts every entity by id and replaces a product's variants, fields,
+ * cross-sells, courses and draft, all in one atomic batch. Throws a 422 and writes nothing when the
+ * document's references do not hold.
+ */
+export async function loadFixtures(db: Database, document: FixtureDocument, now = new Date()): Promise<LoadedCounts> {
+  const errors = await referenceErrors(db, document);
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+
+  const statements: BatchItem<"sqlite">[] = [];
+  statements.push(
+    ...upsertStatements(
+      db,
+      stores,
+      stores.id,
+      document.stores.map((store) => ({
+        id: store.id,
+        name: store.name,
+        planActive: store.plan_active,
+        uploadLimitBytes: store.upload_limit_bytes ?? null,
+        createdAt: now,
+      })),
+    ),
+    ...upsertStatements(
+      db,
+      devPlatformAccounts,
+      devPlatformAccounts.storeId,
+      document.stores.map((store) => ({
+        storeId: store.id,
+        connected: store.platform?.connected ?? true,
+        projects: store.platform?.projects ?? [],
+        courses: store.platform?.courses ?? [],
+        updatedAt: now,
+      })),
+    ),
+  );
+
+  const tokenRows = await Promise.all(
+    document.tokens.map(async (token) => ({
+      tokenHash: await sha256Hex(token.token),
+      storeIds: [...new Set(token.store_ids)],
+      abilities: [...new Set(token.abilities)],
+      createdAt: now,
+    })),
+  );
+  statements.push(...upsertStatements(db, apiTokens, apiTokens.tokenHash, tokenRows));
+
+  for (const product of document.products) statements.push(...productStatements(db, product, now));
+
+  statements.push(
+    ...upsertStatements(
+      db,
+      subscriptions,
+      subscriptions.id,
+      document.subscriptions.map((s) => ({
+        id: s.id,
+        storeId: s.store_id,
+        customerId: s.customer_id,
+        customerName: s.customer_name,
+        customerEmail: s.customer_email,
+        customerEmailKey: s.customer_email?.toLowerCase() ?? null,
+        productId: s.product_id,
+        variantId: s.variant_id,
+        hiddenByCustomer: s.hidden_by_customer,
+        remoteId: s.remote_id,
+        provider: s.provider,
+        status: s.status,
+        variantName: s.variant_name,
+        productName: s.product_name,
+        recurringAmount: s.recurring_amount,
+        currency: s.currency,
+        interval: s.interval,
+        intervalCount: s.interval_count,
+        quantity: s.quantity,
+        currentPeriodEnd: s.current_period_end ? new Date(s.current_period_end) : null,
+        cancelAt: s.cancel_at ? new Date(s.cancel_at) : null,
+        canceledAt: s.canceled_at ? new Date(s.canceled_at) : null,
+        createdAt: s.created_at ? new Date(s.created_at) : now,
+        searchText: subscriptionSearchText({ customer: s.customer_name, product: s.product_name, variant: s.variant_name }),
+      })),
+    ),
+  );
+
+  try {
+    await runAtomically(db, statements);
+  } catch (error) {
+    // A slug or variant id held by a product outside the document surfaces as a constraint failure.
+    const message = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error);
+    if (/UNIQUE constraint failed: products\.store_id, products\.slug/.test(message)) {
+      throw validationError({ products: ["A slug is already used by another product of the store."] });
+    }
+    if (/constraint failed/i.test(message)) throw validationError({ products: [`The document conflicts with stored data: ${message}`] });
+    throw error;
+  }
+
+  return {
+    stores: document.stores.length,
+    tokens: document.tokens.length,
+    products: document.products.length,
+    cross_sells: document.products.reduce((sum, product) => sum + product.cross_sells.length, 0),
+    subscriptions: document.subscriptions.length,
+  };
+}
+
+function productStatements(db: Database, product: FixtureProduct, now: Date): BatchItem<"sqlite">[] {
+  const times = {
+    fieldsUpdatedAt: sectionTime(product.updated_at.fields, epoch),
+    settingsUpdatedAt: sectionTime(product.updated_at.settings, epoch),
+    stylesUpdatedAt: sectionTime(product.updated_at.styles, epoch),
+    mediaUpdatedAt: sectionTime(product.updated_at.media, epoch),
+  };
+  const productFields = orderedOrNull(product.custom_fields);
+  const waitlistFields = orderedOrNull(product.waitlist_custom_fields);
+  const variantList = product.variants.map(draftVariant);
+  const variantIds = variantList.map((variant) => variant.id);
+
+  const statements: BatchItem<"sqlite">[] = [
+    ...upsertStatements(db, products, products.id, [
+      {
+        id: product.id,
+        storeId: product.store_id,
+        status: product.status,
+        name: product.name,
+        slug: product.slug,
+        attributes: ProductAttributes.parse(pick(product, productAttributeKeys)),
+        customFieldsDefined: productFields !== null,
+        waitlistCustomFieldsDefined: waitlistFields !== null,
+        wallId: product.wall_id,
+        footerId: product.footer_id,
+        redirectCourseId: product.redirect_course_id,
+        ...times,
+        createdAt: now,
+      },
+    ]),
+    db.delete(customFields).where(eq(customFields.productId, product.id)),
+    db
+      .delete(variants)
+      .where(variantIds.length > 0 ? or(eq(variants.productId, product.id), inArray(variants.id, variantIds)) : eq(variants.productId, product.id)),
+    db.delete(crossSells).where(eq(crossSells.ownerProductId, product.id)),
+    db.delete(productCourses).where(eq(productCourses.productId, product.id)),
+    db.delete(drafts).where(eq(drafts.productId, product.id)),
+  ];
+  statements.push(
+    ...insertStatements(
+      db,
+      variants,
+      variantList.map((variant, position) => ({
+        id: variant.id,
+        productId: product.id,
+        position,
+        status: variant.status,
+        name: variant.name,
+        attributes: variant.attributes,
+        customFieldsDefined: variant.custom_fields !== null,
+      })),
+    ),
+    ...insertStatements(db, customFields, [
+      ...fieldRows(product.id, "product", product.id, productFields ?? []),
+      ...fieldRows(product.id, "waitlist", product.id, waitlistFields ?? []),
+      ...variantList.flatMap((variant) => fieldRows(product.id, "variant", variant.id, variant.custom_fields ?? [])),
+    ]),
+    ...insertStatements(
+      db,
+      crossSells,
+      product.cross_sells.map((crossSell, position) => ({
+        id: crossSell.id,
+        ownerProductId: product.id,
+        position,
+        productId: crossSell.product_id,
+        variantId: crossSell.variant_id,
+        parentId: crossSell.parent_id,
+        title: crossSell.title,
+        mainDescription: crossSell.main_description,
+        description: crossSell.description,
+        buttonText: crossSell.button_text,
+        amount: crossSell.amount,
+        currency: crossSell.currency,
+        discount: crossSell.discount,
+        validityMinutes: crossSell.validity_minutes,
+        onePurchase: crossSell.one_purchase,
+        sendOffer: crossSell.send_offer,
+        active: crossSell.active,
+      })),
+    ),
+    ...insertStatements(
+      db,
+      productCourses,
+      [...new Set(product.courses)].map((courseId) => ({ productId: product.id, courseId })),
+    ),
+  );
+  if (product.draft) {
+    const basedOn = product.draft.based_on ?? {};
+    statements.push(
+      db.insert(drafts).values({
+        productId: product.id,
+        draftVersion: product.draft.draft_version,
+        document: draftDocument(product, product.draft),
+        fieldsBasedOn: sectionTime(basedOn.fields, times.fieldsUpdatedAt),
+        settingsBasedOn: sectionTime(basedOn.settings, times.settingsUpdatedAt),
+        stylesBasedOn: sectionTime(basedOn.styles, times.stylesUpdatedAt),
+        mediaBasedOn: sectionTime(basedOn.media, times.mediaUpdatedAt),
+        createdAt: now,
+      }),
+    );
+  }
+  return statements;
+}

@@ -1,0 +1,70 @@
+import { zValidator } from "@hono/zod-validator";
+import { eq } from "drizzle-orm";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import { customFields, drafts, productCourses, products, variants } from "../db/schema";
+import type { AppEnv } from "../env";
+import { ApiError, messages } from "../http/errors";
+import { validationHook } from "../http/validate";
+import { ownerFields } from "../products/serialize";
+import { FixtureDocument } from "./fixture-schema";
+import { loadFixtures } from "./fixtures";
+
+/** Whether the development routes are switched on. */
+export function devFixturesEnabled(env: Env): boolean {
+  return env.DEV_FIXTURES === "on";
+}
+
+/**
+ * The `/api/v1/_dev` routes of dev-fixtures.md. They exist only with `DEV_FIXTURES=on`; otherwise
+ * every one of them answers like an unknown route.
+ */
+export const devRoutes = new Hono<AppEnv>()
+  .use("*", async (c, next) => {
+    if (!devFixturesEnabled(c.env)) throw new ApiError(404, messages.notFound);
+    await next();
+  })
+  .post(
+    "/fixtures",
+    bodyLimit({
+      maxSize: 32 * 1024 * 1024,
+      onError: () => {
+        throw new ApiError(413, messages.payloadTooLarge);
+      },
+    }),
+    zValidator("json", FixtureDocument, validationHook as never),
+    async (c) => {
+      const loaded = await loadFixtures(c.var.db, c.req.valid("json"));
+      return c.json({ loaded }, 201);
+    },
+  )
+  .get(
+    "/products/:id",
+    zValidator("param", z.object({ id: z.uuid({ error: messages.invalidProductId }) }), validationHook as never),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const db = c.var.db;
+      const product = await db.query.products.findFirst({ where: eq(products.id, id) });
+      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      const [courseRows, fieldRows, variantRows, draftRows] = await db.batch([
+        db.select().from(productCourses).where(eq(productCourses.productId, id)),
+        db.select().from(customFields).where(eq(customFields.productId, id)),
+        db.select().from(variants).where(eq(variants.productId, id)).orderBy(variants.position),
+        db.select({ version: drafts.draftVersion }).from(drafts).where(eq(drafts.productId, id)),
+      ]);
+      return c.json({
+        courses: courseRows.map((row) => row.courseId).sort(),
+        redirect_course_id: product.redirectCourseId,
+        wall_id: product.wallId,
+        footer_id: product.footerId,
+        draft_version: draftRows[0]?.version ?? null,
+        custom_fields: ownerFields(fieldRows, "product", id, product.customFieldsDefined),
+        waitlist_custom_fields: ownerFields(fieldRows, "waitlist", id, product.waitlistCustomFieldsDefined),
+        variants: variantRows.map((variant) => ({
+          id: variant.id,
+          custom_fields: ownerFields(fieldRows, "variant", variant.id, variant.customFieldsDefined),
+        })),
+      });
+    },
+  );

@@ -1,0 +1,115 @@
+import { eq } from "drizzle-orm";
+import type { MiddlewareHandler } from "hono";
+import { z } from "zod";
+import { createDb, type Database } from "../db/client";
+import { apiTokens } from "../db/schema";
+import { type AppEnv, numberVar } from "../env";
+import { ApiError, messages } from "./errors";
+import { consumeLimit, rateLimitHeaders, tooManyRequests } from "./rate-limit";
+
+export const abilities = [
+  "media:write",
+  "products:read",
+  "products:write",
+  "products:publish",
+  "subscriptions:read",
+] as const;
+export type Ability = (typeof abilities)[number];
+
+/** Who is calling and which stores this request may touch. */
+export type Caller = {
+  tokenHash: string;
+  abilities: readonly string[];
+  /** Every store the token may act on. */
+  tokenStoreIds: readonly string[];
+  /** The stores this request is scoped to: the requested store, or all of the token's when none was named. */
+  scope: readonly string[];
+  /** The one store of the request when it is known (header, or a single-store token). */
+  storeId: string | null;
+};
+
+/**
+ * How a route treats `X-Service-Store`: `required` (prepare, complete), `unambiguous` (required only
+ * when the token has several stores: the subscription list), `optional` (product-scoped calls).
+ */
+export type StoreRule = "required" | "unambiguous" | "optional";
+
+export type GuardOptions = { ability: Ability; store: StoreRule };
+
+const storeIdSchema = z.uuid();
+
+/** SHA-256 of a secret, lower-case hex. */
+export async function sha256Hex(secret: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function constantTimeEqual(a: string, b: string): boolean {
+  const left = new TextEncoder().encode(a);
+  const right = new TextEncoder().encode(b);
+  return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
+}
+
+/** Finds the token behind an `Authorization` header value; null for anything not a known bearer token. */
+export async function authenticate(db: Database, authorization: string | undefined) {
+  const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(authorization?.trim() ?? "");
+  if (!match?.[1]) return null;
+  const hash = await sha256Hex(match[1]);
+  const token = await db.query.apiTokens.findFirst({ where: eq(apiTokens.tokenHash, hash) });
+  // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
+  return token && constantTimeEqual(token.tokenHash, hash) ? token : null;
+}
+
+/** Resolves the request's store from `X-Service-Store` and the token, in the order decisions.md gives. */
+export function resolveStore(
+  header: string | undefined,
+  tokenStoreIds: readonly string[],
+  rule: StoreRule,
+): { scope: readonly string[]; storeId: string | null } {
+  const requested = header?.trim();
+  if (requested) {
+    if (!storeIdSchema.safeParse(requested).success) throw new ApiError(400, messages.invalidStoreId);
+    const storeId = requested.toLowerCase();
+    if (!tokenStoreIds.includes(storeId)) throw new ApiError(403, messages.noStoreAccess);
+    return { scope: [storeId], storeId };
+  }
+  if (rule === "required") throw new ApiError(400, messages.storeHeaderRequired);
+  if (tokenStoreIds.length === 1) return { scope: tokenStoreIds, storeId: tokenStoreIds[0] ?? null };
+  if (rule === "unambiguous") throw new ApiError(400, messages.storeHeaderRequired);
+  return { scope: tokenStoreIds, storeId: null };
+}
+
+/**
+ * The bearer-route guard: 401 → store header (400 / 403) → ability (403) → general rate limit (429).
+ * Every authenticated call counts toward its token's limit, even one refused by a later check.
+ */
+export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const db = c.get("db") ?? createDb(c.env.DB);
+    const token = await authenticate(db, c.req.header("Authorization"));
+    if (!token) throw new ApiError(401, messages.unauthenticated);
+
+    const verdict = await consumeLimit(
+      c.env.RATE_LIMITER,
+      `api:${token.tokenHash}`,
+      numberVar(c.env.API_LIMIT_PER_MINUTE, 600),
+    );
+    const limitHeaders = rateLimitHeaders(verdict);
+    for (const [name, value] of Object.entries(limitHeaders)) c.header(name, value);
+
+    const { scope, storeId } = resolveStore(c.req.header("X-Service-Store"), token.storeIds, options.store);
+    if (!token.abilities.includes("*") && !token.abilities.includes(options.ability)) {
+      throw new ApiError(403, messages.unauthorized);
+    }
+    if (!verdict.allowed) throw tooManyRequests(verdict);
+
+    c.set("caller", {
+      tokenHash: token.tokenHash,
+      abilities: token.abilities,
+      tokenStoreIds: token.storeIds,
+      scope,
+      storeId,
+    });
+    await next();
+  };
+}

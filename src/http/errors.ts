@@ -1,0 +1,87 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** Field name → messages, as in the specification's validation bodies. */
+export type FieldErrors = Record<string, string[]>;
+
+/**
+ * The one error type of the API: thrown anywhere, rendered by {@link renderError} into exactly
+ * the specification's bodies, `{message}` or `{message, errors}`.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    message: string,
+    readonly errors?: FieldErrors,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export const messages = {
+  notFound: "Not found.",
+  methodNotAllowed: "Method not allowed.",
+  malformedJson: "Malformed JSON body.",
+  invalidData: "The given data was invalid.",
+  unauthenticated: "Unauthenticated.",
+  unauthorized: "This action is unauthorized.",
+  noStoreAccess: "No API access to the requested store.",
+  storeHeaderRequired: "The X-Service-Store header is required.",
+  invalidStoreId: "Invalid store ID.",
+  invalidProductId: "Invalid product ID.",
+  invalidVariantId: "Invalid variant ID.",
+  invalidUploadId: "Invalid upload ID.",
+  serverError: "Server error.",
+  payloadTooLarge: "Request body too large.",
+  unsupportedMediaType: "Unsupported media type.",
+  productNotFound: (id: string) => `Product with ID ${id} not found`,
+  variantNotFound: (id: string) => `Variant with ID ${id} not found`,
+  productHasNoDraft: (id: string) => `Product with ID ${id} has no draft.`,
+  tooManyRequests: (seconds: number) => `Too many requests, retry after ${seconds} seconds.`,
+} as const;
+
+/** A 422 validation failure with per-field messages. */
+export function validationError(errors: FieldErrors): ApiError {
+  return new ApiError(422, messages.invalidData, errors);
+}
+
+/** Renders a client-facing error body; never leaks a stack or an empty object. */
+export function errorResponse(c: Context, error: ApiError): Response {
+  const body = error.errors ? { message: error.message, errors: error.errors } : { message: error.message };
+  return c.json(body, error.status, error.headers);
+}
+
+/** The app's `onError`: known errors keep their status, anything else is a logged 500. */
+export function renderError(error: Error, c: Context): Response {
+  if (error instanceof ApiError) return errorResponse(c, error);
+  if (error instanceof HTTPException) return errorResponse(c, fromHttpException(error));
+  console.error(
+    JSON.stringify({
+      level: "error",
+      message: "unhandled error",
+      request_id: c.get("requestId"),
+      method: c.req.method,
+      path: c.req.path,
+      error: error?.message ?? String(error),
+      stack: error?.stack,
+    }),
+  );
+  return c.json({ message: messages.serverError }, 500);
+}
+
+function fromHttpException(error: HTTPException): ApiError {
+  switch (error.status) {
+    case 400:
+      // Hono's own body parsers throw 400 for unreadable JSON.
+      return new ApiError(400, messages.malformedJson);
+    case 413:
+      return new ApiError(413, messages.payloadTooLarge);
+    case 415:
+      return new ApiError(415, messages.unsupportedMediaType);
+    default:
+      return new ApiError(error.status as ContentfulStatusCode, error.message || messages.serverError);
+  }
+}

@@ -1,0 +1,52 @@
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
+import { type GuardOptions, guard } from "./auth";
+import { paramsFirst } from "./validate";
+
+const ErrorBody = z.object({ message: z.string() }).openapi("Error");
+const ValidationErrorBody = z
+  .object({ message: z.string(), errors: z.record(z.string(), z.array(z.string())) })
+  .openapi("ValidationError");
+
+const errorDescriptions = {
+  400: "Malformed id, store header or request",
+  401: "Missing or invalid bearer token",
+  403: "No access to the store, or the action is unauthorized",
+  404: "Not found",
+  409: "Conflict with the resource's state",
+  410: "Gone",
+  413: "Request body too large",
+  422: "Validation failure or a state that forbids the action",
+  429: "Too many requests; see Retry-After",
+  502: "An upstream service is unavailable",
+} as const;
+type ErrorStatus = keyof typeof errorDescriptions;
+
+/** OpenAPI response entries for the given error statuses, with the specification's bodies. */
+export function errorResponses(...statuses: ErrorStatus[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: errorDescriptions[status],
+        content: { "application/json": { schema: status === 422 ? z.union([ValidationErrorBody, ErrorBody]) : ErrorBody } },
+      },
+    ]),
+  );
+}
+
+/** Statuses every bearer route can answer before its own logic runs. */
+export const bearerErrors = [401, 403, 429] as const;
+
+/**
+ * A documented bearer route: the guard (401 → store → ability → 429) runs first, then path ids
+ * (400), then the OpenAPI validators of query and body.
+ */
+export function bearerRoute<const R extends RouteConfig>(config: R & { guard: GuardOptions }) {
+  const { guard: guardOptions, ...route } = config;
+  const params = route.request?.params;
+  return createRoute({
+    ...route,
+    security: [{ bearerAuth: [] }],
+    middleware: [guard(guardOptions), ...(params ? [paramsFirst(params as never)] : [])] as const,
+  });
+}

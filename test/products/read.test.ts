@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { DraftProduct, Product, Variant } from "../../src/products/resource";
+import { productInput, seed, seedProduct, seedStore, uuid, variantInput } from "../support/factories";
+import { api, json } from "../support/http";
+
+describe("GET /products/{id}", () => {
+  it("returns the Product resource with every field of the specification, null-valued ones as null", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, { description: "Opis", refund_days: 14 });
+    const response = await api(`/products/${product.id}`, { token });
+    expect(response.status).toBe(200);
+    const body = await json(response);
+    expect(Object.keys(body).sort()).toEqual(Object.keys(Product.shape).sort());
+    expect(body).toMatchObject({ id: product.id, status: "published", description: "Opis", refund_days: 14 });
+    expect(body.delegation_label).toBeNull();
+    expect(body.styles).toBeNull();
+    expect(body.footer_text).toBe("");
+    expect(body.delivery_address_optional).toBe(true);
+    expect(body.has_draft).toBe(false);
+    const [variant] = body.variants as Record<string, unknown>[];
+    expect(Object.keys(variant ?? {}).sort()).toEqual(Object.keys(Variant.shape).sort());
+    expect(variant).toMatchObject({ type: "one_time", recurring_options: null, upsells: [], custom_fields: null });
+    expect(Product.safeParse(body).success).toBe(true);
+  });
+
+  it("lists custom fields as {name, enabled, order, ...definition} sorted by order", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, {
+      custom_fields: [
+        { name: "nip", enabled: true, order: 1, label: "NIP" },
+        { name: "phone", enabled: false, order: 0 },
+      ],
+      variants: [variantInput({ custom_fields: [] }) as never, variantInput() as never],
+    });
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(body.custom_fields).toEqual([
+      { name: "phone", enabled: false, order: 0 },
+      { name: "nip", enabled: true, order: 1, label: "NIP" },
+    ]);
+    expect(body.waitlist_custom_fields).toBeNull();
+    const variants = body.variants as { custom_fields: unknown }[];
+    expect(variants.map((variant) => variant.custom_fields)).toEqual([[], null]);
+  });
+
+  it("answers archived products like unknown ones (404)", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, { status: "archived" });
+    const response = await api(`/products/${product.id}`, { token });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} not found` });
+  });
+
+  it("answers an unknown product 404 with the specification's message", async () => {
+    const { token } = await seedStore();
+    const id = uuid();
+    const response = await api(`/products/${id}`, { token });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+  });
+
+  it("answers a malformed product id 400 Invalid product ID.", async () => {
+    const { token } = await seedStore();
+    for (const bad of ["123", "not-a-uuid", "%20", `${uuid()}x`]) {
+      const response = await api(`/products/${bad}`, { token });
+      expect(response.status, bad).toBe(400);
+      expect(await json(response)).toEqual({ message: "Invalid product ID." });
+    }
+  });
+
+  it("shows has_draft true while an overlay exists", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, { draft: { draft_version: 3 } });
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(body.has_draft).toBe(true);
+  });
+});
+
+describe("GET /products/{id}/draft", () => {
+  it("returns the overlay in the Product shape plus draft_version, with an ETag carrying it", async () => {
+    const { storeId, token } = await seedStore();
+    const draftVariant = variantInput({ name: "Draft-only variant", status: "draft" });
+    const product = productInput(storeId, {
+      name: "Live name",
+      custom_fields: [{ name: "live-field", enabled: true }],
+      draft: {
+        draft_version: 4,
+        product: { name: "Draft name", description: "Nowy opis" },
+        custom_fields: [{ name: "draft-field", enabled: true }],
+        variants: [draftVariant as never],
+      },
+    });
+    await seed({ products: [product as never] });
+    const response = await api(`/products/${product.id}/draft`, { token });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("ETag")).toBe('"4"');
+    const body = await json(response);
+    expect(DraftProduct.safeParse(body).success).toBe(true);
+    expect(body).toMatchObject({
+      id: product.id,
+      name: "Draft name",
+      description: "Nowy opis",
+      slug: product.slug,
+      draft_version: 4,
+      has_draft: true,
+      custom_fields: [{ name: "draft-field", enabled: true, order: 0 }],
+    });
+    expect((body.variants as { id: string }[]).map((variant) => variant.id)).toEqual([draftVariant.id]);
+
+    const live = await json(await api(`/products/${product.id}`, { token }));
+    expect(live).toMatchObject({ name: "Live name", custom_fields: [{ name: "live-field", enabled: true, order: 0 }] });
+  });
+
+  it("answers a product without a draft 404 'Product with ID <id> has no draft.'", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    const response = await api(`/products/${product.id}/draft`, { token });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+  });
+});

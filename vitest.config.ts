@@ -1,0 +1,39 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        plugins: [
+          cloudflareTest(async () => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                DEV_FIXTURES: "on",
+                FILE_SIGNING_SECRET: "test-signing-secret",
+                TEST_MIGRATIONS: await readD1Migrations("./migrations"),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "worker",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/e2e/**"],
+          setupFiles: ["./test/setup/apply-migrations.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["./test/e2e/global-setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
