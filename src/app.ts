@@ -4,12 +4,14 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
+import { crossSellRoutes } from "./cross-sells/routes";
 import { createDb } from "./db/client";
 import { devFixturesEnabled, devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { bearerCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
 import { validationHook } from "./http/validate";
+import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 
 export const apiBasePath = "/api/v1";
@@ -32,6 +34,8 @@ function createApi() {
     })(c, next);
   });
   api.route("/", productRoutes);
+  api.route("/", customFieldRoutes);
+  api.route("/", crossSellRoutes);
   api.route("/_dev", devRoutes);
 
   api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });

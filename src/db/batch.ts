@@ -25,7 +25,8 @@ export function insertStatements<T extends SQLiteTable>(db: Database, table: T, 
 export function upsertStatements<T extends SQLiteTable>(
   db: Database,
   table: T,
-  target: T[keyof T] & Parameters<ReturnType<ReturnType<Database["insert"]>["values"]>["onConflictDoUpdate"]>[0]["target"],
+  target: T[keyof T] &
+    Parameters<ReturnType<ReturnType<Database["insert"]>["values"]>["onConflictDoUpdate"]>[0]["target"],
   rows: T["$inferInsert"][],
 ) {
   const columns = getTableColumns(table);
@@ -33,7 +34,10 @@ export function upsertStatements<T extends SQLiteTable>(
     Object.entries(columns).map(([key, column]) => [key, sql.raw(`excluded."${column.name}"`)]),
   );
   return chunk(rows, rowsPerStatement(table)).map((part) =>
-    db.insert(table).values(part).onConflictDoUpdate({ target, set: set as never }),
+    db
+      .insert(table)
+      .values(part)
+      .onConflictDoUpdate({ target, set: set as never }),
   );
 }
 

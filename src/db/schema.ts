@@ -213,7 +213,5 @@ export const devPlatformAccounts = sqliteTable("dev_platform_accounts", {
   connected: flag("connected").notNull(),
   projects: json<string[]>("projects").notNull(),
   courses: json<string[]>("courses").notNull(),
-  updatedAt: timestamp("updated_at")
-    .notNull()
-    .default(sql`(unixepoch() * 1000)`),
+  updatedAt: timestamp("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
 });

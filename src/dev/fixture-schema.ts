@@ -13,7 +13,8 @@ const time = z.iso.datetime({ offset: true });
 const CustomFieldList = z.array(CustomField).superRefine((fields, ctx) => {
   const seen = new Set<string>();
   fields.forEach((field, index) => {
-    if (seen.has(field.name)) ctx.addIssue({ code: "custom", message: "Custom field names must be unique.", path: [index, "name"] });
+    if (seen.has(field.name))
+      ctx.addIssue({ code: "custom", message: "Custom field names must be unique.", path: [index, "name"] });
     seen.add(field.name);
   });
 });
@@ -40,7 +41,11 @@ const FixtureStore = z.object({
 });
 
 const FixtureToken = z.object({
-  token: z.string().min(16).max(512).regex(/^[\x21-\x7e]+$/, "Tokens are printable ASCII without spaces."),
+  token: z
+    .string()
+    .min(16)
+    .max(512)
+    .regex(/^[\x21-\x7e]+$/, "Tokens are printable ASCII without spaces."),
   store_ids: z.array(id).min(1),
   abilities: z.array(z.enum([...abilities, "*"])).min(1),
 });

@@ -1,7 +1,7 @@
 import { eq, inArray, or } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { Database } from "../db/client";
 import { insertStatements, runAtomically, upsertStatements } from "../db/batch";
+import type { Database } from "../db/client";
 import {
   apiTokens,
   crossSells,
@@ -64,7 +64,8 @@ function draftDocument(product: FixtureProduct, draft: NonNullable<FixtureProduc
       slug: draft.product.slug ?? product.slug,
       attributes: ProductAttributes.parse({ ...liveAttributes, ...pick(draft.product, productAttributeKeys) }),
     },
-    custom_fields: draft.custom_fields !== undefined ? orderedOrNull(draft.custom_fields) : orderedOrNull(product.custom_fields),
+    custom_fields:
+      draft.custom_fields !== undefined ? orderedOrNull(draft.custom_fields) : orderedOrNull(product.custom_fields),
     waitlist_custom_fields:
       draft.waitlist_custom_fields !== undefined
         ? orderedOrNull(draft.waitlist_custom_fields)
@@ -77,7 +78,12 @@ function draftDocument(product: FixtureProduct, draft: NonNullable<FixtureProduc
   };
 }
 
-function fieldRows(productId: string, ownerKind: "product" | "waitlist" | "variant", ownerId: string, fields: StoredCustomField[]) {
+function fieldRows(
+  productId: string,
+  ownerKind: "product" | "waitlist" | "variant",
+  ownerId: string,
+  fields: StoredCustomField[],
+) {
   return fields.map(({ name, enabled, order, ...extra }) => ({
     productId,
     ownerKind,
@@ -107,11 +113,11 @@ async function referenceErrors(db: Database, document: FixtureDocument): Promise
     for (const row of stored) known.add(row.id);
   }
   const unknownStore = "The store does not exist.";
-  document.tokens.forEach((token, i) =>
+  document.tokens.forEach((token, i) => {
     token.store_ids.forEach((storeId, j) => {
       if (!known.has(storeId)) add(`tokens.${i}.store_ids.${j}`, unknownStore);
-    }),
-  );
+    });
+  });
   document.products.forEach((product, i) => {
     if (!known.has(product.store_id)) add(`products.${i}.store_id`, unknownStore);
   });
@@ -139,7 +145,13 @@ async function referenceErrors(db: Database, document: FixtureDocument): Promise
   return errors;
 }
 
-export type LoadedCounts = { stores: number; tokens: number; products: number; cross_sells: number; subscriptions: number };
+export type LoadedCounts = {
+  stores: number;
+  tokens: number;
+  products: number;
+  cross_sells: number;
+  subscriptions: number;
+};
 
 /**
  * Loads a fixture document: upserts every entity by id and replaces a product's variants, fields,
@@ -219,7 +231,11 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
         cancelAt: s.cancel_at ? new Date(s.cancel_at) : null,
         canceledAt: s.canceled_at ? new Date(s.canceled_at) : null,
         createdAt: s.created_at ? new Date(s.created_at) : now,
-        searchText: subscriptionSearchText({ customer: s.customer_name, product: s.product_name, variant: s.variant_name }),
+        searchText: subscriptionSearchText({
+          customer: s.customer_name,
+          product: s.product_name,
+          variant: s.variant_name,
+        }),
       })),
     ),
   );
@@ -232,7 +248,8 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
     if (/UNIQUE constraint failed: products\.store_id, products\.slug/.test(message)) {
       throw validationError({ products: ["A slug is already used by another product of the store."] });
     }
-    if (/constraint failed/i.test(message)) throw validationError({ products: [`The document conflicts with stored data: ${message}`] });
+    if (/constraint failed/i.test(message))
+      throw validationError({ products: [`The document conflicts with stored data: ${message}`] });
     throw error;
   }
 
@@ -278,7 +295,11 @@ function productStatements(db: Database, product: FixtureProduct, now: Date): Ba
     db.delete(customFields).where(eq(customFields.productId, product.id)),
     db
       .delete(variants)
-      .where(variantIds.length > 0 ? or(eq(variants.productId, product.id), inArray(variants.id, variantIds)) : eq(variants.productId, product.id)),
+      .where(
+        variantIds.length > 0
+          ? or(eq(variants.productId, product.id), inArray(variants.id, variantIds))
+          : eq(variants.productId, product.id),
+      ),
     db.delete(crossSells).where(eq(crossSells.ownerProductId, product.id)),
     db.delete(productCourses).where(eq(productCourses.productId, product.id)),
     db.delete(drafts).where(eq(drafts.productId, product.id)),

@@ -28,7 +28,9 @@ export function errorResponses(...statuses: ErrorStatus[]) {
       status,
       {
         description: errorDescriptions[status],
-        content: { "application/json": { schema: status === 422 ? z.union([ValidationErrorBody, ErrorBody]) : ErrorBody } },
+        content: {
+          "application/json": { schema: status === 422 ? z.union([ValidationErrorBody, ErrorBody]) : ErrorBody },
+        },
       },
     ]),
   );

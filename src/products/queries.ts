@@ -40,3 +40,13 @@ export async function readDraftProduct(db: Database, product: ProductRow): Promi
   const draft = await findDraft(db, product.id);
   return draft ? draftProductView(product, draft.document, draft.draftVersion) : null;
 }
+
+/** A variant with its product, if the product is in `scope` and not archived; else null. */
+export async function findVariant(db: Database, variantId: string, scope: readonly string[]) {
+  const [row] = await db
+    .select({ variant: variants, product: products })
+    .from(variants)
+    .innerJoin(products, eq(products.id, variants.productId))
+    .where(and(eq(variants.id, variantId), inArray(products.storeId, [...scope]), ne(products.status, "archived")));
+  return row ?? null;
+}

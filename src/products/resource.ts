@@ -10,9 +10,7 @@ const timestamp = z.iso.datetime({ offset: true });
 const nullableUnknown = z.unknown().nullable().default(null);
 
 /** A file attached to a product or variant; `download_url` is a signed, expiring link. */
-export const FileObject = z
-  .object({ name: z.string(), url: z.string(), download_url: z.string() })
-  .openapi("File");
+export const FileObject = z.object({ name: z.string(), url: z.string(), download_url: z.string() }).openapi("File");
 
 /** A custom checkout field; definition keys beyond name, enabled and order are kept as given. */
 export const CustomField = z
@@ -54,7 +52,9 @@ const nullOnlyFieldNames = [
 const productOnlyNullFieldNames = ["styles", "settings", "media"] as const;
 
 function nullOnlyFields<const K extends readonly string[]>(names: K) {
-  return Object.fromEntries(names.map((name) => [name, nullableUnknown])) as { [P in K[number]]: typeof nullableUnknown };
+  return Object.fromEntries(names.map((name) => [name, nullableUnknown])) as {
+    [P in K[number]]: typeof nullableUnknown;
+  };
 }
 
 const sharedCheckoutFlags = {
@@ -70,7 +70,10 @@ export const ProductAttributes = z.object({
   description: z.string().nullable().default(null),
   image_url: z.string().nullable().default(null),
   checkout_url: z.string().nullable().default(null),
-  currency: z.string().regex(/^[a-z]{3}$/).default("pln"),
+  currency: z
+    .string()
+    .regex(/^[a-z]{3}$/)
+    .default("pln"),
   file: FileObject.nullable().default(null),
   files: z.array(FileObject).default([]),
   active_from: timestamp.nullable().default(null),

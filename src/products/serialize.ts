@@ -1,12 +1,6 @@
 import type { customFields, products, variants } from "../db/schema";
 import type { DraftDocument, StoredCustomField } from "./draft-document";
-import {
-  type DraftProduct,
-  type Product,
-  ProductAttributes,
-  type Variant,
-  VariantAttributes,
-} from "./resource";
+import { type DraftProduct, type Product, ProductAttributes, type Variant, VariantAttributes } from "./resource";
 
 type ProductRow = typeof products.$inferSelect;
 type VariantRow = typeof variants.$inferSelect;
@@ -18,7 +12,12 @@ export function customFieldView(row: CustomFieldRow): StoredCustomField {
 }
 
 /** Sorted field objects of one owner, or null when the owner has no array of its own. */
-export function ownerFields(rows: CustomFieldRow[], kind: CustomFieldRow["ownerKind"], ownerId: string, defined: boolean) {
+export function ownerFields(
+  rows: CustomFieldRow[],
+  kind: CustomFieldRow["ownerKind"],
+  ownerId: string,
+  defined: boolean,
+) {
   if (!defined) return null;
   return rows
     .filter((row) => row.ownerKind === kind && row.ownerId === ownerId)

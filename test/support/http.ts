@@ -21,7 +21,9 @@ export function api(path: string, options: CallOptions = {}): Promise<Response> 
     body = JSON.stringify(options.body);
     headers.set("Content-Type", "application/json");
   }
-  return exports.default.fetch(new Request(`${origin}/api/v1${path}`, { method: options.method ?? "GET", headers, body }));
+  return exports.default.fetch(
+    new Request(`${origin}/api/v1${path}`, { method: options.method ?? "GET", headers, body }),
+  );
 }
 
 /** Status first, then the parsed JSON body. */

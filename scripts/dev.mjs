@@ -1,0 +1,53 @@
+// `npm run dev`: local D1 migrations, `wrangler dev` with DEV_FIXTURES=on, the demo fixture loaded,
+// and what a new user needs to call the API printed. Arguments after `--` go to `wrangler dev`.
+import { readFile } from "node:fs/promises";
+import { loadFixture, startDevServer } from "./dev-server.mjs";
+
+function takeOption(args, name) {
+  const index = args.findIndex((arg) => arg === name || arg.startsWith(`${name}=`));
+  if (index === -1) return undefined;
+  const [arg] = args.splice(index, 1);
+  if (arg.includes("=")) return arg.slice(name.length + 1);
+  const [value] = args.splice(index, 1);
+  return value;
+}
+
+const passThrough = process.argv.slice(2);
+const port = Number(takeOption(passThrough, "--port") ?? 8787);
+const persistTo = takeOption(passThrough, "--persist-to");
+const demo = JSON.parse(await readFile(new URL("../fixtures/demo.json", import.meta.url), "utf8"));
+
+const server = await startDevServer({
+  port,
+  persistTo,
+  extraArgs: passThrough,
+  stdio: ["ignore", "inherit", "inherit"],
+});
+const loaded = await loadFixture(server.url, demo);
+const store = demo.stores[0];
+const token = demo.tokens[0].token;
+const product = demo.products.find((candidate) => candidate.status === "published");
+
+console.log(`
+Storefront Checkout API is running at ${server.url}/api/v1
+  API reference:  ${server.url}/api/v1/docs
+  Demo data:      ${Object.entries(loaded)
+    .map(([name, count]) => `${count} ${name}`)
+    .join(", ")}
+  Demo store id:  ${store.id} (${store.name})
+  Demo token:     ${token}
+
+Try:
+  curl -s ${server.url}/api/v1/products/${product.id} -H 'Authorization: Bearer ${token}'
+  curl -s '${server.url}/api/v1/products/${product.id}/cross-sells?per_page=5' -H 'Authorization: Bearer ${token}' -H 'X-Service-Store: ${store.id}'
+
+Press Ctrl+C to stop.
+`);
+
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, async () => {
+    await server.stop();
+    process.exit(0);
+  });
+}
+server.child.on("exit", (code) => process.exit(code ?? 0));

@@ -1,0 +1,62 @@
+import { and, asc, count, eq, isNotNull } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { crossSells } from "../db/schema";
+import { type CrossSell, type CrossSellRecord, completeCrossSell } from "./resource";
+
+export type CrossSellPage = { items: CrossSell[]; total: number };
+
+const complete = and(
+  isNotNull(crossSells.productId),
+  isNotNull(crossSells.variantId),
+  isNotNull(crossSells.title),
+  isNotNull(crossSells.amount),
+  isNotNull(crossSells.currency),
+  isNotNull(crossSells.validityMinutes),
+);
+
+/** One page of a product's complete live cross-sells in display order, and how many there are. */
+export async function liveCrossSellPage(
+  db: Database,
+  productId: string,
+  page: number,
+  perPage: number,
+): Promise<CrossSellPage> {
+  const ofProduct = and(eq(crossSells.ownerProductId, productId), complete);
+  const [rows, [counted]] = await db.batch([
+    db
+      .select()
+      .from(crossSells)
+      .where(ofProduct)
+      .orderBy(asc(crossSells.position))
+      .limit(perPage)
+      .offset((page - 1) * perPage),
+    db.select({ total: count() }).from(crossSells).where(ofProduct),
+  ]);
+  const items = rows.map((row) =>
+    completeCrossSell({
+      id: row.id,
+      product_id: row.productId,
+      variant_id: row.variantId,
+      parent_id: row.parentId,
+      title: row.title,
+      main_description: row.mainDescription ?? null,
+      description: row.description ?? null,
+      button_text: row.buttonText,
+      amount: row.amount,
+      currency: row.currency,
+      discount: row.discount ?? null,
+      validity_minutes: row.validityMinutes,
+      one_purchase: row.onePurchase,
+      send_offer: row.sendOffer,
+      active: row.active,
+    }),
+  );
+  return { items: items.filter((item) => item !== null), total: counted?.total ?? 0 };
+}
+
+/** The same page over an overlay's cross-sell collection. */
+export function draftCrossSellPage(records: readonly CrossSellRecord[], page: number, perPage: number): CrossSellPage {
+  const completeItems = records.map(completeCrossSell).filter((item) => item !== null);
+  const start = (page - 1) * perPage;
+  return { items: completeItems.slice(start, start + perPage), total: completeItems.length };
+}

@@ -1,0 +1,65 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import { ApiError, messages } from "../http/errors";
+import { integerQuery, Pagination, pagination } from "../http/pagination";
+import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
+import { validationHook } from "../http/validate";
+import { findDraft, findProduct } from "../products/queries";
+import { draftCrossSellPage, liveCrossSellPage } from "./queries";
+import { CrossSell } from "./resource";
+
+const Params = z.object({
+  productId: z
+    .uuid({ error: messages.invalidProductId })
+    .openapi({ param: { name: "productId", in: "path" }, description: "Owner product id" }),
+});
+const Query = z.object({
+  page: integerQuery({ name: "page", min: 1, fallback: 1 }).openapi({ param: { name: "page", in: "query" } }),
+  per_page: integerQuery({ name: "per page", min: 1, max: 100, fallback: 25 }).openapi({
+    param: { name: "per_page", in: "query" },
+  }),
+});
+const CrossSellList = z.object({ items: z.array(CrossSell), pagination: Pagination }).openapi("CrossSellList");
+
+function listRoute(path: string, summary: string, description: string) {
+  return bearerRoute({
+    method: "get",
+    path,
+    summary,
+    description,
+    tags: ["Cross-sells"],
+    guard: { ability: "products:read", store: "optional" },
+    request: { params: Params, query: Query },
+    responses: {
+      200: { description: "A page of cross-sells", content: { "application/json": { schema: CrossSellList } } },
+      ...errorResponses(400, ...bearerErrors, 404, 422),
+    },
+  });
+}
+
+const listRules =
+  "Inactive cross-sells are included; incomplete ones are omitted and not counted. Items are in display order; a page past the last returns empty items.";
+
+/** Cross-sell lists of a product, live and on its draft overlay. */
+export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(listRoute("/products/{productId}/cross-sells", "List a product's cross-sells", listRules), async (c) => {
+    const { productId } = c.req.valid("param");
+    const { page, per_page: perPage } = c.req.valid("query");
+    const product = await findProduct(c.var.db, productId, c.var.caller.scope);
+    if (!product) throw new ApiError(404, messages.productNotFound(productId));
+    const { items, total } = await liveCrossSellPage(c.var.db, product.id, page, perPage);
+    return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
+  })
+  .openapi(
+    listRoute("/products/{productId}/draft/cross-sells", "List the cross-sells of a product's draft", listRules),
+    async (c) => {
+      const { productId } = c.req.valid("param");
+      const { page, per_page: perPage } = c.req.valid("query");
+      const product = await findProduct(c.var.db, productId, c.var.caller.scope);
+      if (!product) throw new ApiError(404, messages.productNotFound(productId));
+      const draft = await findDraft(c.var.db, product.id);
+      if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
+      const { items, total } = draftCrossSellPage(draft.document.cross_sells, page, perPage);
+      return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
+    },
+  );

@@ -1,0 +1,172 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../env";
+import { ApiError, messages } from "../http/errors";
+import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
+import { validationHook } from "../http/validate";
+import { type DraftFieldOwner, deleteDraftCustomField, deleteLiveCustomField } from "./custom-fields";
+import { draftMessages, readDraftVersion } from "./drafts";
+import { findDraft, findProduct, findVariant } from "./queries";
+
+const productId = z
+  .uuid({ error: messages.invalidProductId })
+  .openapi({ param: { name: "productId", in: "path" }, description: "Product id" });
+const variantId = z
+  .uuid({ error: messages.invalidVariantId })
+  .openapi({ param: { name: "id", in: "path" }, description: "Variant id" });
+const name = z
+  .string()
+  .openapi({ param: { name: "name", in: "path" }, description: "The field's identity slug (percent-decoded once)" });
+
+const writeGuard = { ability: "products:write", store: "optional" } as const;
+const deleted = { 204: { description: "Deleted; the remaining fields are renumbered 0..n-1" } };
+
+const DraftVersionBody = {
+  required: true,
+  content: {
+    "application/json": {
+      // A plain JSON schema: this body is read by the handler, after the product and draft lookups.
+      schema: {
+        type: "object" as const,
+        required: ["draft_version"],
+        properties: { draft_version: { type: "integer" as const, minimum: 1 } },
+      },
+    },
+  },
+};
+
+function liveRoute<P extends z.ZodObject>(path: string, summary: string, params: P) {
+  return bearerRoute({
+    method: "delete",
+    path,
+    summary,
+    description:
+      "Deletes a live custom field by name. 409 while the product has a draft: delete the field on the draft instead, or publish or delete the draft first.",
+    tags: ["Custom fields"],
+    guard: writeGuard,
+    request: { params },
+    responses: { ...deleted, ...errorResponses(400, ...bearerErrors, 404, 409) },
+  });
+}
+
+function draftRoute<P extends z.ZodObject>(path: string, summary: string, params: P) {
+  return bearerRoute({
+    method: "delete",
+    path,
+    summary,
+    description:
+      "Deletes a custom field of the product's draft overlay. The body carries the current `draft_version`; a stale one answers 409 and a success bumps it by one.",
+    tags: ["Custom fields"],
+    guard: writeGuard,
+    request: { params, body: DraftVersionBody },
+    responses: { ...deleted, ...errorResponses(400, ...bearerErrors, 404, 409, 422) },
+  });
+}
+
+async function productInScope(c: Context<AppEnv>, id: string) {
+  const product = await findProduct(c.var.db, id, c.var.caller.scope);
+  if (!product) throw new ApiError(404, messages.productNotFound(id));
+  return product;
+}
+
+/** 404 no draft → variant of the overlay → 422 version → 409 stale → 404 field. */
+async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOwner, fieldName: string) {
+  const product = await productInScope(c, id);
+  const draft = await findDraft(c.var.db, product.id);
+  if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
+  if (owner.kind === "variant" && !draft.document.variants.some((variant) => variant.id === owner.variantId)) {
+    throw new ApiError(404, messages.variantNotFound(owner.variantId));
+  }
+  const version = await readDraftVersion(c);
+  if (version !== draft.draftVersion) throw new ApiError(409, draftMessages.stale);
+  await deleteDraftCustomField(c.var.db, product.id, owner, fieldName, version, draft.document);
+  return c.body(null, 204);
+}
+
+/** The six custom-field deletes: product, waitlist and variant fields, live and on the draft overlay. */
+export const customFieldRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(
+    liveRoute(
+      "/products/{productId}/custom-fields/{name}",
+      "Delete a product custom field",
+      z.object({ productId, name }),
+    ),
+    async (c) => {
+      const params = c.req.valid("param");
+      const product = await productInScope(c, params.productId);
+      await deleteLiveCustomField(
+        c.var.db,
+        { productId: product.id, kind: "product", ownerId: product.id },
+        params.name,
+      );
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    liveRoute(
+      "/products/{productId}/waitlist-custom-fields/{name}",
+      "Delete a waitlist custom field",
+      z.object({ productId, name }),
+    ),
+    async (c) => {
+      const params = c.req.valid("param");
+      const product = await productInScope(c, params.productId);
+      await deleteLiveCustomField(
+        c.var.db,
+        { productId: product.id, kind: "waitlist", ownerId: product.id },
+        params.name,
+      );
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    liveRoute(
+      "/product-variants/{id}/custom-fields/{name}",
+      "Delete a variant custom field",
+      z.object({ id: variantId, name }),
+    ),
+    async (c) => {
+      const params = c.req.valid("param");
+      const found = await findVariant(c.var.db, params.id, c.var.caller.scope);
+      if (!found) throw new ApiError(404, messages.variantNotFound(params.id));
+      await deleteLiveCustomField(
+        c.var.db,
+        { productId: found.product.id, kind: "variant", ownerId: found.variant.id },
+        params.name,
+      );
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    draftRoute(
+      "/products/{productId}/draft/custom-fields/{name}",
+      "Delete a product custom field on the draft",
+      z.object({ productId, name }),
+    ),
+    (c) => {
+      const params = c.req.valid("param");
+      return deleteOnDraft(c, params.productId, { kind: "product" }, params.name);
+    },
+  )
+  .openapi(
+    draftRoute(
+      "/products/{productId}/draft/waitlist-custom-fields/{name}",
+      "Delete a waitlist custom field on the draft",
+      z.object({ productId, name }),
+    ),
+    (c) => {
+      const params = c.req.valid("param");
+      return deleteOnDraft(c, params.productId, { kind: "waitlist" }, params.name);
+    },
+  )
+  .openapi(
+    draftRoute(
+      "/products/{productId}/draft/variants/{id}/custom-fields/{name}",
+      "Delete a variant custom field on the draft",
+      z.object({ productId, id: variantId, name }),
+    ),
+    (c) => {
+      const params = c.req.valid("param");
+      return deleteOnDraft(c, params.productId, { kind: "variant", variantId: params.id }, params.name);
+    },
+  );

@@ -1,0 +1,56 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { Context } from "hono";
+import type { Database } from "../db/client";
+import { drafts } from "../db/schema";
+import { ApiError, messages, validationError } from "../http/errors";
+import type { DraftDocument } from "./draft-document";
+
+export const draftMessages = {
+  stale: "The draft was edited elsewhere; GET the draft and retry with the current draft_version.",
+  versionRequired: "The draft version field is required.",
+  versionInvalid: "The draft version must be an integer of at least 1.",
+} as const;
+
+/**
+ * Reads `{draft_version}` from a draft write's body. This route's body is the version: a missing,
+ * empty, non-JSON or non-object body is a 422 on `draft_version`, not the general 400.
+ */
+export async function readDraftVersion(c: Context): Promise<number> {
+  let body: unknown;
+  try {
+    body = JSON.parse(await c.req.text());
+  } catch {
+    body = undefined;
+  }
+  const version =
+    body !== null && typeof body === "object" && !Array.isArray(body)
+      ? (body as Record<string, unknown>).draft_version
+      : undefined;
+  if (version === undefined || version === null)
+    throw validationError({ draft_version: [draftMessages.versionRequired] });
+  if (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1) {
+    throw validationError({ draft_version: [draftMessages.versionInvalid] });
+  }
+  return version;
+}
+
+/**
+ * Replaces the overlay document if its version is still `expectedVersion`, bumping the version by one.
+ * The changed-row count decides: a concurrent writer makes this a 409, a concurrent draft delete a 404.
+ */
+export async function writeDraft(db: Database, productId: string, expectedVersion: number, document: DraftDocument) {
+  const result = await db
+    .update(drafts)
+    .set({ document, draftVersion: sql`${drafts.draftVersion} + 1` })
+    .where(and(eq(drafts.productId, productId), eq(drafts.draftVersion, expectedVersion)));
+  if (result.meta.changes > 0) return;
+  const still = await db.select({ version: drafts.draftVersion }).from(drafts).where(eq(drafts.productId, productId));
+  if (still.length === 0) throw new ApiError(404, messages.productHasNoDraft(productId));
+  throw new ApiError(409, draftMessages.stale);
+}
+
+/** Drops a product's overlay; throws 404 when it has none. */
+export async function deleteDraft(db: Database, productId: string) {
+  const result = await db.delete(drafts).where(eq(drafts.productId, productId));
+  if (result.meta.changes === 0) throw new ApiError(404, messages.productHasNoDraft(productId));
+}

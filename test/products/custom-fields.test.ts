@@ -1,0 +1,347 @@
+import { describe, expect, it } from "vitest";
+import { customFieldMessages } from "../../src/products/custom-fields";
+import { draftMessages } from "../../src/products/drafts";
+import { seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
+import { api, json } from "../support/http";
+
+const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
+const names = (list: unknown) => (list as { name: string; order: number }[]).map((f) => `${f.order}:${f.name}`);
+
+async function liveProduct(overrides = {}) {
+  const { storeId, token } = await seedStore();
+  const variant = variantInput({ custom_fields: fields("size", "colour") });
+  const product = await seedProduct(storeId, {
+    custom_fields: fields("nip", "phone", "company"),
+    waitlist_custom_fields: fields("email", "city"),
+    variants: [variant as never],
+    ...overrides,
+  });
+  return { storeId, token, product, variantId: variant.id as string };
+}
+
+async function productWithDraft() {
+  const { storeId, token } = await seedStore();
+  const draftVariant = variantInput({ status: "draft", custom_fields: fields("size", "colour") });
+  const product = await seedProduct(storeId, {
+    custom_fields: fields("live-only"),
+    draft: {
+      draft_version: 2,
+      custom_fields: fields("nip", "phone", "company"),
+      waitlist_custom_fields: fields("email", "city"),
+      variants: [draftVariant as never],
+    },
+  });
+  return { storeId, token, product, variantId: draftVariant.id as string };
+}
+
+const del = (path: string, token: string, body?: unknown) => api(path, { method: "DELETE", token, body });
+
+describe("live custom-field deletes", () => {
+  it("rule 1: deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
+    const { token, product } = await liveProduct();
+    const response = await del(`/products/${product.id}/custom-fields/phone`, token);
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe("");
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
+  });
+
+  it("rule 1: deletes a waitlist field and renumbers", async () => {
+    const { token, product } = await liveProduct();
+    expect((await del(`/products/${product.id}/waitlist-custom-fields/email`, token)).status).toBe(204);
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(names(body.waitlist_custom_fields)).toEqual(["0:city"]);
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
+  });
+
+  it("rule 1: deletes a variant field and renumbers", async () => {
+    const { token, product, variantId } = await liveProduct();
+    expect((await del(`/product-variants/${variantId}/custom-fields/size`, token)).status).toBe(204);
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
+  });
+
+  it("rule 2: a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
+    const { token, product } = await liveProduct();
+    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    const again = await del(`/products/${product.id}/custom-fields/nip`, token);
+    expect(again.status).toBe(404);
+    expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
+  });
+
+  it("rule 3: deleting the last variant field leaves an empty stored array, read as [] not null", async () => {
+    const { token, product, variantId } = await liveProduct();
+    await del(`/product-variants/${variantId}/custom-fields/size`, token);
+    expect((await del(`/product-variants/${variantId}/custom-fields/colour`, token)).status).toBe(204);
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
+    const stored = await json(await api(`/_dev/products/${product.id}`));
+    expect(stored.variants).toEqual([{ id: variantId, custom_fields: [] }]);
+  });
+
+  it("rule 4: a live delete while the product has a draft returns 409 and deletes nothing", async () => {
+    const { token, product } = await productWithDraft();
+    const response = await del(`/products/${product.id}/custom-fields/live-only`, token);
+    expect(response.status).toBe(409);
+    expect(await json(response)).toEqual({ message: customFieldMessages.productHasDraft });
+    expect((await json(await api(`/_dev/products/${product.id}`))).custom_fields).toEqual(fields("live-only"));
+  });
+
+  it("rule 4: the has-draft 409 comes before the unknown-field 404", async () => {
+    const { token, product } = await productWithDraft();
+    expect((await del(`/products/${product.id}/custom-fields/never-existed`, token)).status).toBe(409);
+  });
+
+  it("answers unknown, archived and other-store products 404 with the product message", async () => {
+    const { token, storeId } = await liveProduct();
+    const archived = await seedProduct(storeId, { status: "archived", custom_fields: fields("nip") });
+    const other = await liveProduct();
+    for (const id of [uuid(), archived.id, other.product.id]) {
+      const response = await del(`/products/${id}/custom-fields/nip`, token);
+      expect(response.status).toBe(404);
+      expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+    }
+    expect((await json(await api(`/_dev/products/${other.product.id}`))).custom_fields).toHaveLength(3);
+  });
+
+  it("answers unknown and other-store variants 404 Variant with ID <id> not found", async () => {
+    const { token } = await liveProduct();
+    const other = await liveProduct();
+    for (const id of [uuid(), other.variantId]) {
+      const response = await del(`/product-variants/${id}/custom-fields/size`, token);
+      expect(response.status).toBe(404);
+      expect(await json(response)).toEqual({ message: `Variant with ID ${id} not found` });
+    }
+  });
+
+  it("answers malformed ids 400 before any lookup", async () => {
+    const { token } = await liveProduct();
+    const product = await del("/products/123/custom-fields/nip", token);
+    expect(product.status).toBe(400);
+    expect(await json(product)).toEqual({ message: "Invalid product ID." });
+    const variant = await del("/product-variants/abc/custom-fields/nip", token);
+    expect(variant.status).toBe(400);
+    expect(await json(variant)).toEqual({ message: "Invalid variant ID." });
+  });
+
+  it("needs products:write (403 This action is unauthorized.)", async () => {
+    const { storeId, product } = await liveProduct();
+    const reader = await seedToken([storeId], ["products:read"]);
+    const response = await del(`/products/${product.id}/custom-fields/nip`, reader);
+    expect(response.status).toBe(403);
+    expect(await json(response)).toEqual({ message: "This action is unauthorized." });
+  });
+
+  it("treats names that cannot be slugs as simply not found", async () => {
+    const { token, product } = await liveProduct();
+    const odd = ["Łódź-żółw", "%2F", "a%2Fb", "with%20space", "x".repeat(200), "%E2%9C%93", "...", "%25", "NIP"];
+    for (const name of odd) {
+      const response = await del(`/products/${product.id}/custom-fields/${name}`, token);
+      expect(response.status, name).toBe(404);
+      expect((await json<{ message: string }>(response)).message, name).toMatch(/^Custom field with name .* not found$/);
+    }
+  });
+
+  it("decodes a percent-encoded name once", async () => {
+    const { token, product } = await liveProduct({ custom_fields: fields("a b", "c%41") });
+    expect((await del(`/products/${product.id}/custom-fields/a%20b`, token)).status).toBe(204);
+    const literal = await del(`/products/${product.id}/custom-fields/c%2541`, token);
+    expect(literal.status).toBe(204);
+  });
+
+  it("records the change of the fields section only when a field was deleted", async () => {
+    const { env } = await import("cloudflare:workers");
+    const { token, product } = await liveProduct();
+    const fieldsChangedAt = async () =>
+      (
+        await env.DB.prepare("SELECT fields_updated_at AS at FROM products WHERE id = ?")
+          .bind(product.id)
+          .first<{ at: number }>()
+      )?.at;
+    expect(await fieldsChangedAt()).toBe(0);
+    expect((await del(`/products/${product.id}/custom-fields/unknown`, token)).status).toBe(404);
+    expect(await fieldsChangedAt()).toBe(0);
+    const before = Date.now();
+    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    expect(await fieldsChangedAt()).toBeGreaterThanOrEqual(before);
+  });
+
+  it("race: two concurrent deletes of different fields both succeed and leave order contiguous", async () => {
+    const { token, product } = await liveProduct();
+    const results = await Promise.all([
+      del(`/products/${product.id}/custom-fields/nip`, token),
+      del(`/products/${product.id}/custom-fields/company`, token),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([204, 204]);
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(names(body.custom_fields)).toEqual(["0:phone"]);
+  });
+
+  it("race: two concurrent deletes of the same field give one 204 and one 404", async () => {
+    const { token, product } = await liveProduct();
+    const results = await Promise.all([
+      del(`/products/${product.id}/custom-fields/phone`, token),
+      del(`/products/${product.id}/custom-fields/phone`, token),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([204, 404]);
+    const body = await json(await api(`/products/${product.id}`, { token }));
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
+  });
+});
+
+describe("draft custom-field deletes", () => {
+  it("rule 1: deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
+    const { token, product } = await productWithDraft();
+    const response = await del(`/products/${product.id}/draft/custom-fields/phone`, token, { draft_version: 2 });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe("");
+    const draft = await api(`/products/${product.id}/draft`, { token });
+    expect(draft.headers.get("ETag")).toBe('"3"');
+    const body = await json(draft);
+    expect(body.draft_version).toBe(3);
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
+    const live = await json(await api(`/products/${product.id}`, { token }));
+    expect(names(live.custom_fields)).toEqual(["0:live-only"]);
+  });
+
+  it("deletes waitlist and variant fields of the overlay, including an unpublished draft variant", async () => {
+    const { token, product, variantId } = await productWithDraft();
+    expect((await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 })).status).toBe(204);
+    expect(
+      (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 })).status,
+    ).toBe(204);
+    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    expect(names(body.waitlist_custom_fields)).toEqual(["0:email"]);
+    expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
+  });
+
+  it("rule 3 on the draft: deleting the last variant field leaves []", async () => {
+    const { token, product, variantId } = await productWithDraft();
+    await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 2 });
+    await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/colour`, token, { draft_version: 3 });
+    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
+  });
+
+  it("rule 2 on the draft: a second delete of the same name returns 404", async () => {
+    const { token, product } = await productWithDraft();
+    await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
+    const again = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 3 });
+    expect(again.status).toBe(404);
+    expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
+  });
+
+  it("rule 5: a stale draft_version returns 409 and changes nothing", async () => {
+    const { token, product } = await productWithDraft();
+    for (const version of [1, 3]) {
+      const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
+      expect(response.status).toBe(409);
+      expect(await json(response)).toEqual({ message: draftMessages.stale });
+    }
+    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    expect(body.draft_version).toBe(2);
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
+  });
+
+  it("rule 6: a missing draft_version returns 422 with errors.draft_version", async () => {
+    const { token, product } = await productWithDraft();
+    const bodies: (string | undefined)[] = [undefined, "", "{}", "not json", "[]", "[1]", "null", '"2"', '{"draft_version": null}'];
+    for (const raw of bodies) {
+      const response = await api(`/products/${product.id}/draft/custom-fields/nip`, {
+        method: "DELETE",
+        token,
+        rawBody: raw,
+        headers: raw === undefined ? {} : { "Content-Type": "application/json" },
+      });
+      expect(response.status, String(raw)).toBe(422);
+      const body = await json<{ message: string; errors: Record<string, string[]> }>(response);
+      expect(body.message).toBe("The given data was invalid.");
+      expect(Object.keys(body.errors)).toEqual(["draft_version"]);
+    }
+  });
+
+  it("rule 6: a draft_version that is not an integer >= 1 returns 422 with errors.draft_version", async () => {
+    const { token, product } = await productWithDraft();
+    for (const version of ["2", 2.5, 0, -1, 1e20, true, {}, [2]]) {
+      const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
+      expect(response.status, JSON.stringify(version)).toBe(422);
+      expect(await json(response)).toEqual({
+        message: "The given data was invalid.",
+        errors: { draft_version: [draftMessages.versionInvalid] },
+      });
+    }
+  });
+
+  it("order: no draft (404) before the version check (422)", async () => {
+    const { token, product } = await liveProduct();
+    const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token);
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+  });
+
+  it("order: stale version (409) before the unknown field (404)", async () => {
+    const { token, product } = await productWithDraft();
+    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 9 })).status).toBe(409);
+    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 2 })).status).toBe(404);
+  });
+
+  it("answers a variant not in the overlay 404 Variant with ID <id> not found", async () => {
+    const { token, product } = await productWithDraft();
+    const id = uuid();
+    const response = await del(`/products/${product.id}/draft/variants/${id}/custom-fields/size`, token, { draft_version: 2 });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Variant with ID ${id} not found` });
+  });
+
+  it("answers other-store products exactly like unknown ones", async () => {
+    const mine = await seedStore();
+    const { product } = await productWithDraft();
+    const response = await del(`/products/${product.id}/draft/custom-fields/nip`, mine.token, { draft_version: 2 });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} not found` });
+  });
+
+  it("race: two concurrent deletes with the same version give exactly one 204 and one 409", async () => {
+    const { token, product } = await productWithDraft();
+    const results = await Promise.all([
+      del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 }),
+      del(`/products/${product.id}/draft/custom-fields/company`, token, { draft_version: 2 }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([204, 409]);
+    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    expect(body.draft_version).toBe(3);
+    expect((body.custom_fields as unknown[]).length).toBe(2);
+    expect((body.custom_fields as { order: number }[]).map((f) => f.order)).toEqual([0, 1]);
+  });
+});
+
+describe("DELETE /products/{id}/draft", () => {
+  it("drops the overlay: 204, has_draft false, live writes possible again", async () => {
+    const { token, product } = await productWithDraft();
+    const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token, body: { ignored: true } });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe("");
+    expect((await json(await api(`/products/${product.id}`, { token }))).has_draft).toBe(false);
+    expect((await del(`/products/${product.id}/custom-fields/live-only`, token)).status).toBe(204);
+  });
+
+  it("answers 404 Product with ID <id> has no draft. when there is none", async () => {
+    const { token, product } = await liveProduct();
+    const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token });
+    expect(response.status).toBe(404);
+    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+  });
+
+  it("makes a draft write with the old version answer 404 no draft", async () => {
+    const { token, product } = await productWithDraft();
+    await api(`/products/${product.id}/draft`, { method: "DELETE", token });
+    const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
+    expect(response.status).toBe(404);
+  });
+
+  it("needs products:write", async () => {
+    const { storeId, product } = await productWithDraft();
+    const reader = await seedToken([storeId], ["products:read"]);
+    expect((await api(`/products/${product.id}/draft`, { method: "DELETE", token: reader })).status).toBe(403);
+  });
+});
