@@ -1,17 +1,35 @@
 // Starts `wrangler dev` for local development and for the end-to-end tests: applies the D1
 // migrations to the persist directory first, then waits until the Worker answers.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
-const require = createRequire(import.meta.url);
-const wranglerBin = require.resolve("wrangler/bin/wrangler.js");
+import { fileURLToPath } from "node:url";
+
+// wrangler's package exports do not include its bin script, so it is found by path.
+const wranglerBin = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
+
+const projectRoot = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * Development values of the secrets from .dev.vars.example, used only when the developer has no
+ * .dev.vars of their own; wrangler reads secrets from the environment too.
+ */
+function exampleSecrets() {
+  if (existsSync(`${projectRoot}/.dev.vars`)) return {};
+  const lines = readFileSync(`${projectRoot}/.dev.vars.example`, "utf8").split("\n");
+  const entries = lines
+    .map((line) => /^([A-Z0-9_]+)=(.*)$/.exec(line.trim()))
+    .filter(Boolean)
+    .map(([, name, value]) => [name, value]);
+  return Object.fromEntries(entries.filter(([name]) => process.env[name] === undefined));
+}
 
 /** Runs wrangler with the Node binary that runs this script (Node 22 from the project). */
 export function wrangler(args, options = {}) {
   return spawn(process.execPath, [wranglerBin, ...args], {
     stdio: options.stdio ?? ["ignore", "inherit", "inherit"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
+    env: { ...exampleSecrets(), ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
   });
 }
 

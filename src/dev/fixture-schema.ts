@@ -60,13 +60,25 @@ const FixtureVariant = z.object({
 
 const slug = z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, "A slug is lower-case letters, digits and hyphens.");
 
+/**
+ * The product fields a draft overlays. Unlike the live product's, they have no defaults: a field the
+ * draft leaves out keeps its live value.
+ */
+const DraftProductFields = z.object({
+  name: z.string().min(1).optional(),
+  slug: slug.optional(),
+  ...(Object.fromEntries(
+    Object.entries(ProductAttributes.shape).map(([key, schema]) => [
+      key,
+      (schema instanceof z.ZodDefault ? schema.removeDefault() : schema).optional(),
+    ]),
+  ) as unknown as { [K in keyof ProductAttributes]: z.ZodOptional<z.ZodType<ProductAttributes[K]>> }),
+});
+
 const FixtureDraft = z.object({
   draft_version: z.number().int().min(1).default(1),
   based_on: SectionTimes.optional(),
-  product: z
-    .object({ name: z.string().min(1), slug, ...ProductAttributes.shape })
-    .partial()
-    .default({}),
+  product: DraftProductFields.default({}),
   custom_fields: CustomFieldList.nullable().optional(),
   waitlist_custom_fields: CustomFieldList.nullable().optional(),
   variants: z.array(FixtureVariant).optional(),

@@ -118,3 +118,20 @@ describe("GET /products/{id}/draft", () => {
     expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
   });
 });
+
+describe("draft overlay fields", () => {
+  it("keeps live values for product fields the draft leaves out", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, {
+      image_url: "https://cdn.example/cover.webp",
+      refund_days: 30,
+      draft: { product: { description: "Only this changes" } },
+    });
+    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    expect(body).toMatchObject({
+      description: "Only this changes",
+      image_url: "https://cdn.example/cover.webp",
+      refund_days: 30,
+    });
+  });
+});
