@@ -1,22 +1,12 @@
-import { eq, inArray, or } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { insertStatements, runAtomically, upsertStatements } from "../db/batch";
 import type { Database } from "../db/client";
-import {
-  apiTokens,
-  crossSells,
-  customFields,
-  devPlatformAccounts,
-  drafts,
-  productCourses,
-  products,
-  stores,
-  subscriptions,
-  variants,
-} from "../db/schema";
+import { apiTokens, devPlatformAccounts, drafts, productCourses, products, stores, subscriptions } from "../db/schema";
 import { sha256Hex } from "../http/auth";
 import { type FieldErrors, validationError } from "../http/errors";
 import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
+import { replaceProductContent } from "../products/persist";
 import { type CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
 import { subscriptionSearchText } from "../subscriptions/resource";
 import type { FixtureDocument, FixtureProduct, FixtureVariant } from "./fixture-schema";
@@ -76,23 +66,6 @@ function draftDocument(product: FixtureProduct, draft: NonNullable<FixtureProduc
     footer_id: draft.footer_id !== undefined ? draft.footer_id : product.footer_id,
     player: draft.player ?? null,
   };
-}
-
-function fieldRows(
-  productId: string,
-  ownerKind: "product" | "waitlist" | "variant",
-  ownerId: string,
-  fields: StoredCustomField[],
-) {
-  return fields.map(({ name, enabled, order, ...extra }) => ({
-    productId,
-    ownerKind,
-    ownerId,
-    name,
-    enabled,
-    position: order,
-    extra,
-  }));
 }
 
 /** Cross-references the schema alone cannot check: stores named by products, tokens and subscriptions. */
@@ -272,7 +245,6 @@ function productStatements(db: Database, product: FixtureProduct, now: Date): Ba
   const productFields = orderedOrNull(product.custom_fields);
   const waitlistFields = orderedOrNull(product.waitlist_custom_fields);
   const variantList = product.variants.map(draftVariant);
-  const variantIds = variantList.map((variant) => variant.id);
 
   const statements: BatchItem<"sqlite">[] = [
     ...upsertStatements(db, products, products.id, [
@@ -292,60 +264,16 @@ function productStatements(db: Database, product: FixtureProduct, now: Date): Ba
         createdAt: now,
       },
     ]),
-    db.delete(customFields).where(eq(customFields.productId, product.id)),
-    db
-      .delete(variants)
-      .where(
-        variantIds.length > 0
-          ? or(eq(variants.productId, product.id), inArray(variants.id, variantIds))
-          : eq(variants.productId, product.id),
-      ),
-    db.delete(crossSells).where(eq(crossSells.ownerProductId, product.id)),
     db.delete(productCourses).where(eq(productCourses.productId, product.id)),
     db.delete(drafts).where(eq(drafts.productId, product.id)),
   ];
   statements.push(
-    ...insertStatements(
-      db,
-      variants,
-      variantList.map((variant, position) => ({
-        id: variant.id,
-        productId: product.id,
-        position,
-        status: variant.status,
-        name: variant.name,
-        attributes: variant.attributes,
-        customFieldsDefined: variant.custom_fields !== null,
-      })),
-    ),
-    ...insertStatements(db, customFields, [
-      ...fieldRows(product.id, "product", product.id, productFields ?? []),
-      ...fieldRows(product.id, "waitlist", product.id, waitlistFields ?? []),
-      ...variantList.flatMap((variant) => fieldRows(product.id, "variant", variant.id, variant.custom_fields ?? [])),
-    ]),
-    ...insertStatements(
-      db,
-      crossSells,
-      product.cross_sells.map((crossSell, position) => ({
-        id: crossSell.id,
-        ownerProductId: product.id,
-        position,
-        productId: crossSell.product_id,
-        variantId: crossSell.variant_id,
-        parentId: crossSell.parent_id,
-        title: crossSell.title,
-        mainDescription: crossSell.main_description,
-        description: crossSell.description,
-        buttonText: crossSell.button_text,
-        amount: crossSell.amount,
-        currency: crossSell.currency,
-        discount: crossSell.discount,
-        validityMinutes: crossSell.validity_minutes,
-        onePurchase: crossSell.one_purchase,
-        sendOffer: crossSell.send_offer,
-        active: crossSell.active,
-      })),
-    ),
+    ...replaceProductContent(db, product.id, {
+      customFields: productFields,
+      waitlistCustomFields: waitlistFields,
+      variants: variantList,
+      crossSells: product.cross_sells,
+    }),
     ...insertStatements(
       db,
       productCourses,
