@@ -12,6 +12,7 @@ export default defineConfig({
               bindings: {
                 DEV_FIXTURES: "on",
                 FILE_SIGNING_SECRET: "test-signing-secret",
+                PLATFORM_API_SECRET: "test-platform-secret",
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
             },

@@ -46,10 +46,23 @@ CREATE TABLE `dev_platform_accounts` (
 	`connected` integer NOT NULL,
 	`projects` text NOT NULL,
 	`courses` text NOT NULL,
+	`fault_mode` text DEFAULT 'up' NOT NULL,
+	`remaining_successes` integer,
 	`updated_at` integer DEFAULT (unixepoch() * 1000) NOT NULL,
 	FOREIGN KEY (`store_id`) REFERENCES `stores`(`id`) ON UPDATE no action ON DELETE no action
 );
 --> statement-breakpoint
+CREATE TABLE `dev_platform_calls` (
+	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
+	`store_id` text NOT NULL,
+	`op` text NOT NULL,
+	`project_id` text,
+	`course_id` text,
+	`product_id` text,
+	`ok` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `dev_platform_calls_store` ON `dev_platform_calls` (`store_id`,`id`);--> statement-breakpoint
 CREATE TABLE `drafts` (
 	`product_id` text PRIMARY KEY NOT NULL,
 	`draft_version` integer NOT NULL,
@@ -58,6 +71,8 @@ CREATE TABLE `drafts` (
 	`settings_based_on` integer NOT NULL,
 	`styles_based_on` integer NOT NULL,
 	`media_based_on` integer NOT NULL,
+	`course_ops_done` text DEFAULT '[]' NOT NULL,
+	`publish_lease_until` integer,
 	`created_at` integer NOT NULL,
 	FOREIGN KEY (`product_id`) REFERENCES `products`(`id`) ON UPDATE no action ON DELETE cascade
 );

@@ -4,7 +4,6 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
-      FILE_SIGNING_SECRET: string;
     }
   }
 }

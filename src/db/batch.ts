@@ -1,4 +1,4 @@
-import { getTableColumns, sql } from "drizzle-orm";
+import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
@@ -45,4 +45,33 @@ export function upsertStatements<T extends SQLiteTable>(
 export async function runAtomically(db: Database, statements: BatchItem<"sqlite">[]) {
   if (statements.length === 0) return [];
   return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+}
+
+const abortMarker = "batch aborted: guard failed";
+
+/**
+ * A statement that aborts its batch, rolling back every statement in it, unless `condition` holds.
+ * SQLite has no RAISE outside triggers, so the guard makes json() fail on purpose.
+ */
+export function abortUnless(db: Database, condition: SQL) {
+  // Selected from a one-row subquery so the guard is evaluated whatever the tables hold.
+  return db
+    .select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE ${abortMarker} END)` })
+    .from(sql`(SELECT 1)`);
+}
+
+/** The text of a D1 failure; D1 puts SQLite's own message in the cause. */
+function failureText(error: unknown): string {
+  return error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error);
+}
+
+/** Whether a batch failed because an {@link abortUnless} guard did not hold. */
+export function isGuardAbort(error: unknown): boolean {
+  return /malformed JSON/i.test(failureText(error));
+}
+
+/** Whether a write failed on the unique index over `columns` (as SQLite names them, e.g. "products.slug"). */
+export function isUniqueViolation(error: unknown, columns?: string): boolean {
+  const text = failureText(error);
+  return columns ? text.includes(`UNIQUE constraint failed: ${columns}`) : /constraint failed/i.test(text);
 }

@@ -154,6 +154,13 @@ export const drafts = sqliteTable("drafts", {
   settingsBasedOn: timestamp("settings_based_on").notNull(),
   stylesBasedOn: timestamp("styles_based_on").notNull(),
   mediaBasedOn: timestamp("media_based_on").notNull(),
+  /**
+   * Course operations of the overlay's `player` already applied to the live product by an earlier,
+   * failed publish ("connect:<id>", "disconnect:<id>", "skip:<id>"), so a retry never resends them.
+   */
+  courseOpsDone: json<string[]>("course_ops_done").notNull().default([]),
+  /** While set and in the future, a publish of this product is running and another one must wait. */
+  publishLeaseUntil: timestamp("publish_lease_until"),
   createdAt: timestamp("created_at").notNull(),
 });
 
@@ -213,5 +220,25 @@ export const devPlatformAccounts = sqliteTable("dev_platform_accounts", {
   connected: flag("connected").notNull(),
   projects: json<string[]>("projects").notNull(),
   courses: json<string[]>("courses").notNull(),
+  /** `up`, `down`, or `fail_after` with `remainingSuccesses` calls still answered. */
+  faultMode: text("fault_mode", { enum: ["up", "down", "fail_after"] })
+    .notNull()
+    .default("up"),
+  remainingSuccesses: integer("remaining_successes"),
   updatedAt: timestamp("updated_at").notNull().default(sql`(unixepoch() * 1000)`),
 });
+
+/** Every call the fake project platform answered, in order (development only). */
+export const devPlatformCalls = sqliteTable(
+  "dev_platform_calls",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    storeId: text("store_id").notNull(),
+    op: text("op", { enum: ["check_account", "check_project", "connect_course", "disconnect_course"] }).notNull(),
+    projectId: text("project_id"),
+    courseId: text("course_id"),
+    productId: text("product_id"),
+    ok: flag("ok").notNull(),
+  },
+  (t) => [index("dev_platform_calls_store").on(t.storeId, t.id)],
+);

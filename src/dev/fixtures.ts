@@ -1,6 +1,6 @@
 import { eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import { insertStatements, runAtomically, upsertStatements } from "../db/batch";
+import { insertStatements, isUniqueViolation, runAtomically, upsertStatements } from "../db/batch";
 import type { Database } from "../db/client";
 import { apiTokens, devPlatformAccounts, drafts, productCourses, products, stores, subscriptions } from "../db/schema";
 import { sha256Hex } from "../http/auth";
@@ -217,12 +217,12 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
     await runAtomically(db, statements);
   } catch (error) {
     // A slug or variant id held by a product outside the document surfaces as a constraint failure.
-    const message = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error);
-    if (/UNIQUE constraint failed: products\.store_id, products\.slug/.test(message)) {
+    if (isUniqueViolation(error, "products.store_id, products.slug")) {
       throw validationError({ products: ["A slug is already used by another product of the store."] });
     }
-    if (/constraint failed/i.test(message))
-      throw validationError({ products: [`The document conflicts with stored data: ${message}`] });
+    if (isUniqueViolation(error)) {
+      throw validationError({ products: ["The document conflicts with stored data."] });
+    }
     throw error;
   }
 

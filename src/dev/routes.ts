@@ -5,8 +5,9 @@ import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import type { AppEnv } from "../env";
-import { ApiError, messages } from "../http/errors";
+import { ApiError, messages, validationError } from "../http/errors";
 import { validationHook } from "../http/validate";
+import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
 import { FixtureDocument } from "./fixture-schema";
 import { loadFixtures } from "./fixtures";
@@ -67,4 +68,26 @@ export const devRoutes = new Hono<AppEnv>()
         })),
       });
     },
-  );
+  )
+  .post(
+    "/platform/faults",
+    zValidator(
+      "json",
+      z.object({
+        store_id: z.uuid(),
+        mode: z.union([z.enum(["up", "down"]), z.object({ fail_after: z.number().int().min(0) })]).default("up"),
+      }),
+      validationHook as never,
+    ),
+    async (c) => {
+      const { store_id: storeId, mode } = c.req.valid("json");
+      if (!(await setFaultMode(c.var.db, storeId.toLowerCase(), mode))) {
+        throw validationError({ store_id: ["The store does not exist."] });
+      }
+      return c.body(null, 204);
+    },
+  )
+  .get("/platform/calls", zValidator("query", z.object({ store_id: z.uuid() }), validationHook as never), async (c) => {
+    const { store_id: storeId } = c.req.valid("query");
+    return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
+  });

@@ -3,7 +3,9 @@ import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
+import { projectPlatform } from "../platform/select";
 import { deleteDraft } from "./drafts";
+import { publishProduct } from "./publish";
 import { findProduct, readDraftProduct, readLiveProduct } from "./queries";
 import { DraftProduct, Product } from "./resource";
 
@@ -87,5 +89,30 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       if (!product) throw new ApiError(404, messages.productNotFound(id));
       await deleteDraft(c.var.db, product.id);
       return c.body(null, 204);
+    },
+  )
+  .openapi(
+    bearerRoute({
+      method: "post",
+      path: "/products/{id}/publish",
+      summary: "Publish a product",
+      description:
+        "Persists the draft overlay as the live product (or publishes / re-saves the live product when there is none) and answers the live product. Checks in order: 404 → 422 no active plan → 409 stale overlay → project platform (422 account not connected, 422 errors.wall_id / errors.footer_id) → course connects and disconnects (502 when the platform is unavailable; retrying is safe) → persist. A draft slug taken meanwhile is stored as `<slug>-2`, `-3`, …",
+      tags: ["Products"],
+      guard: { ability: "products:publish", store: "optional" },
+      request: { params: ProductParams },
+      responses: {
+        200: { description: "The published live product", content: { "application/json": { schema: Product } } },
+        ...errorResponses(400, ...bearerErrors, 404, 409, 422, 502),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const product = await findProduct(c.var.db, id, c.var.caller.scope);
+      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
+      const published = await findProduct(c.var.db, id, c.var.caller.scope);
+      if (!published) throw new ApiError(404, messages.productNotFound(id));
+      return c.json(await readLiveProduct(c.var.db, published), 200);
     },
   );

@@ -138,7 +138,9 @@ describe("live custom-field deletes", () => {
     for (const name of odd) {
       const response = await del(`/products/${product.id}/custom-fields/${name}`, token);
       expect(response.status, name).toBe(404);
-      expect((await json<{ message: string }>(response)).message, name).toMatch(/^Custom field with name .* not found$/);
+      expect((await json<{ message: string }>(response)).message, name).toMatch(
+        /^Custom field with name .* not found$/,
+      );
     }
   });
 
@@ -206,9 +208,12 @@ describe("draft custom-field deletes", () => {
 
   it("deletes waitlist and variant fields of the overlay, including an unpublished draft variant", async () => {
     const { token, product, variantId } = await productWithDraft();
-    expect((await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 })).status).toBe(204);
     expect(
-      (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 })).status,
+      (await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 })).status,
+    ).toBe(204);
+    expect(
+      (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }))
+        .status,
     ).toBe(204);
     const body = await json(await api(`/products/${product.id}/draft`, { token }));
     expect(names(body.waitlist_custom_fields)).toEqual(["0:email"]);
@@ -245,7 +250,17 @@ describe("draft custom-field deletes", () => {
 
   it("rule 6: a missing draft_version returns 422 with errors.draft_version", async () => {
     const { token, product } = await productWithDraft();
-    const bodies: (string | undefined)[] = [undefined, "", "{}", "not json", "[]", "[1]", "null", '"2"', '{"draft_version": null}'];
+    const bodies: (string | undefined)[] = [
+      undefined,
+      "",
+      "{}",
+      "not json",
+      "[]",
+      "[1]",
+      "null",
+      '"2"',
+      '{"draft_version": null}',
+    ];
     for (const raw of bodies) {
       const response = await api(`/products/${product.id}/draft/custom-fields/nip`, {
         method: "DELETE",
@@ -281,14 +296,20 @@ describe("draft custom-field deletes", () => {
 
   it("order: stale version (409) before the unknown field (404)", async () => {
     const { token, product } = await productWithDraft();
-    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 9 })).status).toBe(409);
-    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 2 })).status).toBe(404);
+    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 9 })).status).toBe(
+      409,
+    );
+    expect((await del(`/products/${product.id}/draft/custom-fields/ghost`, token, { draft_version: 2 })).status).toBe(
+      404,
+    );
   });
 
   it("answers a variant not in the overlay 404 Variant with ID <id> not found", async () => {
     const { token, product } = await productWithDraft();
     const id = uuid();
-    const response = await del(`/products/${product.id}/draft/variants/${id}/custom-fields/size`, token, { draft_version: 2 });
+    const response = await del(`/products/${product.id}/draft/variants/${id}/custom-fields/size`, token, {
+      draft_version: 2,
+    });
     expect(response.status).toBe(404);
     expect(await json(response)).toEqual({ message: `Variant with ID ${id} not found` });
   });
