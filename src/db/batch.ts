@@ -55,9 +55,7 @@ const abortMarker = "batch aborted: guard failed";
  */
 export function abortUnless(db: Database, condition: SQL) {
   // Selected from a one-row subquery so the guard is evaluated whatever the tables hold.
-  return db
-    .select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE ${abortMarker} END)` })
-    .from(sql`(SELECT 1)`);
+  return db.select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE ${abortMarker} END)` }).from(sql`(SELECT 1)`);
 }
 
 /** The text of a D1 failure; D1 puts SQLite's own message in the cause. */

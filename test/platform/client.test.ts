@@ -37,8 +37,8 @@ describe("the HTTP project platform client (docs/platform-api.md)", () => {
   });
 
   it("reads project existence from 200 / 404", async () => {
-    const { platform, seen } = platformAnswering((request) =>
-      new Response(null, { status: request.url.endsWith("/projects/p1") ? 200 : 404 }),
+    const { platform, seen } = platformAnswering(
+      (request) => new Response(null, { status: request.url.endsWith("/projects/p1") ? 200 : 404 }),
     );
     expect(await platform.projectExists(store, "p1")).toBe(true);
     expect(await platform.projectExists(store, "p2")).toBe(false);
@@ -46,7 +46,9 @@ describe("the HTTP project platform client (docs/platform-api.md)", () => {
   });
 
   it("connects with PUT and reports a deleted course (404) as missing", async () => {
-    const { platform, seen } = platformAnswering((request) => new Response(null, { status: request.method === "PUT" ? 404 : 204 }));
+    const { platform, seen } = platformAnswering(
+      (request) => new Response(null, { status: request.method === "PUT" ? 404 : 204 }),
+    );
     expect(await platform.connectCourse(store, product, course)).toBe("missing");
     expect(seen[0]?.url).toBe(`https://platform.example/v1/accounts/${store}/courses/${course}/products/${product}`);
     await platform.disconnectCourse(store, product, course);

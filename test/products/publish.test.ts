@@ -17,7 +17,10 @@ const stored = (id: string) => api(`/_dev/products/${id}`).then((r) => json(r));
 const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
 /** A store on the platform, and a product whose draft changes fields, slug, wall and courses. */
-async function platformScenario(draftOverrides: Record<string, unknown> = {}, storeOverrides: Record<string, unknown> = {}) {
+async function platformScenario(
+  draftOverrides: Record<string, unknown> = {},
+  storeOverrides: Record<string, unknown> = {},
+) {
   const wall = uuid();
   const footer = uuid();
   const [keep, add, remove] = [uuid(), uuid(), uuid()];
@@ -36,7 +39,15 @@ async function platformScenario(draftOverrides: Record<string, unknown> = {}, st
       custom_fields: fields("nip", "phone"),
       variants: [draftVariant as never],
       cross_sells: [
-        { id: uuid(), product_id: uuid(), variant_id: uuid(), title: "Bonus", amount: 900, currency: "pln", validity_minutes: 10 },
+        {
+          id: uuid(),
+          product_id: uuid(),
+          variant_id: uuid(),
+          title: "Bonus",
+          amount: 900,
+          currency: "pln",
+          validity_minutes: 10,
+        },
       ],
       wall_id: wall,
       player: { connect: [add], disconnect: [remove], redirect_course_id: add },
@@ -90,7 +101,12 @@ describe("POST /products/{id}/publish", () => {
     const draft = await seedProduct(storeId, { status: "draft", name: "Bez szkicu" });
     const first = await publish(draft.id, token);
     expect(first.status).toBe(200);
-    expect(await json(first)).toMatchObject({ id: draft.id, status: "published", has_draft: false, name: "Bez szkicu" });
+    expect(await json(first)).toMatchObject({
+      id: draft.id,
+      status: "published",
+      has_draft: false,
+      name: "Bez szkicu",
+    });
     const again = await publish(draft.id, token);
     expect(again.status).toBe(200);
     expect((await json(again)).status).toBe("published");
@@ -105,7 +121,10 @@ describe("POST /products/{id}/publish", () => {
       expect(response.status).toBe(422);
       expect(await json(response)).toEqual({ message: publishMessages.noActivePlan });
     }
-    expect(await json(await api(`/products/${draftProduct.id}`, { token }))).toMatchObject({ status: "draft", has_draft: true });
+    expect(await json(await api(`/products/${draftProduct.id}`, { token }))).toMatchObject({
+      status: "draft",
+      has_draft: true,
+    });
     expect(await json(await api(`/products/${publishedProduct.id}`, { token }))).toMatchObject({
       status: "published",
       has_draft: true,
@@ -301,7 +320,11 @@ describe("publish concurrency", () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     const [published, deleted] = await Promise.all([
       publish(s.product.id, s.token),
-      api(`/products/${s.product.id}/draft/custom-fields/nip`, { method: "DELETE", token: s.token, body: { draft_version: 5 } }),
+      api(`/products/${s.product.id}/draft/custom-fields/nip`, {
+        method: "DELETE",
+        token: s.token,
+        body: { draft_version: 5 },
+      }),
     ]);
     const live = await json(await api(`/products/${s.product.id}`, { token: s.token }));
     if (published.status === 200) {
