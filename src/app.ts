@@ -8,9 +8,10 @@ import { crossSellRoutes } from "./cross-sells/routes";
 import { createDb } from "./db/client";
 import { devFixturesEnabled, devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
-import { bearerCors } from "./http/cors";
+import { apiCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
 import { validationHook } from "./http/validate";
+import { mediaRoutes } from "./media/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 
@@ -22,10 +23,10 @@ const maxJsonBodyBytes = 1024 * 1024;
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  api.use("*", bearerCors);
+  api.use("*", apiCors);
   api.use("*", async (c, next) => {
-    // The dev fixture route has its own, larger limit.
-    if (c.req.path.startsWith(`${apiBasePath}/_dev/`)) return next();
+    // The dev fixture route has its own, larger limit; the byte PUT streams and checks its own length.
+    if (c.req.path.startsWith(`${apiBasePath}/_dev/`) || c.req.method === "PUT") return next();
     return bodyLimit({
       maxSize: maxJsonBodyBytes,
       onError: () => {
@@ -75,6 +76,7 @@ export function createApp() {
     }),
   );
   app.route(apiBasePath, createApi());
+  app.route("/", mediaRoutes);
   app.notFound((c) => c.json({ message: messages.notFound }, 404));
   app.onError(renderError);
   return app;

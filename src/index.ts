@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 
 export { RateLimiter } from "./limits/rate-limiter";
+export { StoreCoordinator } from "./uploads/store-coordinator";
 
 const app = createApp();
 

@@ -1,3 +1,4 @@
+import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 
 /** Headers browser code may read on API responses. */
@@ -17,3 +18,20 @@ export const bearerCors = cors({
   exposeHeaders: exposedHeaders,
   maxAge: 600,
 });
+
+/** CORS for the byte PUT: any origin, so a browser can send the bytes straight to the edge. */
+export const uploadCors = cors({
+  origin: "*",
+  allowHeaders: ["X-Upload-Token", "Content-Type"],
+  allowMethods: ["PUT", "OPTIONS"],
+  exposeHeaders: exposedHeaders,
+  maxAge: 600,
+});
+
+const bytePutPath = /\/media-uploads\/[^/]+$/;
+
+/** The byte PUT (and its preflight) take the open policy; every other route the bearer one. */
+export const apiCors: MiddlewareHandler = (c, next) => {
+  const method = c.req.method === "OPTIONS" ? c.req.header("Access-Control-Request-Method") : c.req.method;
+  return method?.toUpperCase() === "PUT" && bytePutPath.test(c.req.path) ? uploadCors(c, next) : bearerCors(c, next);
+};

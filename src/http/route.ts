@@ -1,4 +1,6 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../env";
 import { type GuardOptions, guard } from "./auth";
 import { paramsFirst } from "./validate";
 
@@ -43,12 +45,27 @@ export const bearerErrors = [401, 403, 429] as const;
  * A documented bearer route: the guard (401 → store → ability → 429) runs first, then path ids
  * (400), then the OpenAPI validators of query and body.
  */
-export function bearerRoute<const R extends RouteConfig>(config: R & { guard: GuardOptions }) {
-  const { guard: guardOptions, ...route } = config;
-  const params = route.request?.params;
+export function bearerRoute<const R extends RouteConfig>(
+  config: R & {
+    guard: GuardOptions /** Route-specific checks between the guard and path ids (e.g. a limit). */;
+    then?: MiddlewareHandler<AppEnv>[];
+  },
+) {
+  const { guard: guardOptions, then = [], ...route } = config;
   return createRoute({
     ...route,
     security: [{ bearerAuth: [] }],
-    middleware: [guard(guardOptions), ...(params ? [paramsFirst(params as never)] : [])] as const,
+    middleware: [guard(guardOptions), ...then, ...paramsMiddleware(route)] as const,
   });
+}
+
+/** A documented route without a bearer token (the byte PUT): its own checks, then path ids. */
+export function openRoute<const R extends RouteConfig>(config: R & { checks: MiddlewareHandler<AppEnv>[] }) {
+  const { checks, ...route } = config;
+  return createRoute({ ...route, middleware: [...checks, ...paramsMiddleware(route)] as const });
+}
+
+function paramsMiddleware(route: RouteConfig) {
+  const params = route.request?.params;
+  return params ? [paramsFirst(params as never)] : [];
 }

@@ -1,0 +1,75 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../env";
+import { ApiError } from "../http/errors";
+import { mediaKey, privateFileKey } from "../uploads/keys";
+import { parseRange } from "./range";
+import { verifyFileSignature } from "./signing";
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const notFound = () => new ApiError(404, "Not found.");
+
+/** Serves an R2 object with ETag, conditional GET, HEAD and single byte ranges. */
+async function serveObject(
+  request: Request,
+  bucket: R2Bucket,
+  key: string,
+  headersFor: (object: R2Object) => Record<string, string>,
+): Promise<Response> {
+  const head = await bucket.head(key);
+  if (!head) throw notFound();
+  const headers = new Headers(headersFor(head));
+  head.writeHttpMetadata(headers);
+  headers.set("ETag", head.httpEtag);
+  headers.set("Accept-Ranges", "bytes");
+  if (request.headers.get("If-None-Match") === head.httpEtag) return new Response(null, { status: 304, headers });
+
+  const range = parseRange(request.headers.get("Range") ?? undefined, head.size);
+  if (range === "unsatisfiable") {
+    headers.set("Content-Range", `bytes */${head.size}`);
+    return Response.json({ message: "Range not satisfiable." }, { status: 416, headers });
+  }
+  const status = range ? 206 : 200;
+  const length = range ? range.length : head.size;
+  if (range) headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${head.size}`);
+  headers.set("Content-Length", String(length));
+  if (request.method === "HEAD") return new Response(null, { status, headers });
+
+  const object = await bucket.get(key, range ? { range } : undefined);
+  if (!object) throw notFound();
+  return new Response(object.body, { status, headers });
+}
+
+/**
+ * Public media (`/media/{store_id}/{upload_id}.{ext}`), immutable once written, and private files
+ * (`/files/{store_id}/{upload_id}/{filename}`), served only with a valid, unexpired signature.
+ */
+export const mediaRoutes = new Hono<AppEnv>()
+  .on(["GET", "HEAD"], "/media/:storeId/:file", async (c) => {
+    const { storeId, file } = c.req.param();
+    const match = /^([0-9a-f-]{36})\.([a-z0-9]{2,5})$/.exec(file);
+    if (!uuid.test(storeId) || !match?.[1] || !uuid.test(match[1]) || !match[2]) throw notFound();
+    return serveObject(c.req.raw, c.env.BUCKET, mediaKey(storeId, match[1], match[2]), () => ({
+      "Cache-Control": "public, max-age=31536000, immutable",
+      "X-Content-Type-Options": "nosniff",
+    }));
+  })
+  .on(["GET", "HEAD"], "/files/:storeId/:uploadId/:filename", async (c) => {
+    const { storeId, uploadId } = c.req.param();
+    if (!uuid.test(storeId) || !uuid.test(uploadId)) throw notFound();
+    const signed = await verifyFileSignature(
+      c.env.FILE_SIGNING_SECRET,
+      new URL(c.req.url).pathname,
+      c.req.query("expires"),
+      c.req.query("signature"),
+    );
+    if (!signed) throw new ApiError(403, "The link is invalid or has expired.");
+    return serveObject(c.req.raw, c.env.BUCKET, privateFileKey(storeId, uploadId), (object) => {
+      const filename = object.customMetadata?.filename ?? "file";
+      const inline = object.customMetadata?.kind === "image" || object.customMetadata?.kind === "video";
+      return {
+        "Cache-Control": "private, max-age=300",
+        "X-Content-Type-Options": "nosniff",
+        "Content-Disposition": `${inline ? "inline" : "attachment"}; filename*=UTF-8''${encodeURIComponent(filename)}`,
+      };
+    });
+  });

@@ -1,0 +1,16 @@
+/** The one place the R2 key layout lives. */
+
+/** Bytes as the PUT stored them, before complete decides what to host. */
+export function stagedKey(storeId: string, uploadId: string): string {
+  return `staging/${storeId}/${uploadId}`;
+}
+
+/** Public media served at `{MEDIA_BASE_URL}/{store_id}/{upload_id}.{ext}`. */
+export function mediaKey(storeId: string, uploadId: string, extension: string): string {
+  return `media/${storeId}/${uploadId}.${extension}`;
+}
+
+/** Private files, served only with a valid signature. */
+export function privateFileKey(storeId: string, uploadId: string): string {
+  return `files/${storeId}/${uploadId}`;
+}

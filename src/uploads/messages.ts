@@ -1,0 +1,34 @@
+import type { Refusal } from "./upload-state";
+
+/** The client-facing message of an upload refusal (see {@link Refusal} for `detail`). */
+export function refusalMessage(uploadId: string, { reason, detail }: Pick<Refusal, "reason" | "detail">): string {
+  switch (reason) {
+    case "not_found":
+      return `Upload with ID ${uploadId} not found`;
+    case "already_stored":
+      return "The bytes of this upload are already stored.";
+    case "being_stored":
+      return "The bytes of this upload are being stored by another request.";
+    case "not_stored":
+      return "The bytes of this upload have not been stored yet; PUT them first.";
+    case "being_processed":
+      return "This upload is being processed by another request.";
+    case "completed":
+      return "The upload has already been completed.";
+    case "content_type_mismatch":
+      return `The Content-Type does not match the reserved content type ${detail}.`;
+    case "content_length_mismatch":
+      return `The Content-Length does not match the reserved size of ${detail} bytes.`;
+    case "unhostable":
+      return detail ?? "The file cannot be hosted.";
+  }
+}
+
+export const uploadMessages = {
+  tokenRequired: "The upload token is required (X-Upload-Token header).",
+  heif: "HEIC, HEIF and AVIF images are not supported; convert the image to JPG or PNG and upload it again.",
+  svgAsImage: "SVG images cannot be hosted as media; upload PNG or JPG, or prepare the SVG with type file.",
+  bodyLength: "The request body does not match its Content-Length; nothing was stored.",
+  storageFailed: "The bytes could not be stored; retry the PUT.",
+  size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
+} as const;

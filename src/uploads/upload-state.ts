@@ -1,0 +1,126 @@
+/**
+ * The upload state machine of the specification's "Upload" table, as pure functions: each takes the
+ * stored record (or its absence) and the moment, and answers the next record and what the caller
+ * must say. The Durable Object applies them atomically; nothing here touches storage.
+ *
+ * Stored states: `reserved`, `storing` (a byte PUT is in flight), `stored`, `processing` (a complete
+ * is in flight), `completed`. `expired` is not stored: a record past `expiresAt` that is not completed
+ * answers like an unknown one, and the alarm deletes it and its bytes.
+ */
+
+export type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
+export type PublicUploadState = "reserved" | "stored" | "completed";
+
+/** The hosted file result of a completed upload. */
+export type HostedFile = { name: string; file_url: string; type: "image" | "video" | "file" };
+
+export type UploadRecord = {
+  id: string;
+  tokenHash: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  type: "image" | "file";
+  state: UploadState;
+  expiresAt: number;
+  /** When an in-flight PUT or complete is presumed dead and its lease may be taken over. */
+  leaseUntil: number | null;
+  /** Set once completed. */
+  result: HostedFile | null;
+  /** The 422 a completed attempt gave for bytes that cannot be hosted; a later complete repeats it. */
+  failure: string | null;
+};
+
+/** `detail`: the reserved value a mismatched header should have had, or why the bytes cannot be hosted. */
+export type Refusal = { status: 404 | 409 | 410 | 422; reason: RefusalReason; detail?: string };
+export type RefusalReason =
+  | "not_found"
+  | "already_stored"
+  | "being_stored"
+  | "not_stored"
+  | "being_processed"
+  | "completed"
+  | "content_type_mismatch"
+  | "content_length_mismatch"
+  | "unhostable";
+
+export type Transition = { next: UploadRecord } | { refusal: Refusal };
+
+/** How long an in-flight PUT or complete holds the upload before another may take it over. */
+export const leaseMs = 5 * 60_000;
+
+const refuse = (status: Refusal["status"], reason: RefusalReason, detail?: string): Transition => ({
+  refusal: { status, reason, ...(detail ? { detail } : {}) },
+});
+
+/** Whether the record answers like an unknown upload: absent, or its reservation lapsed before completion. */
+export function isGone(record: UploadRecord | null, now: number): record is null {
+  return record === null || (record.state !== "completed" && now >= record.expiresAt);
+}
+
+function leaseHeld(record: UploadRecord, now: number) {
+  return record.leaseUntil !== null && now < record.leaseUntil;
+}
+
+/** Media types compare on type/subtype, case-insensitively, parameters ignored. */
+export function sameMediaType(a: string, b: string): boolean {
+  const essence = (value: string) => value.split(";")[0]?.trim().toLowerCase() ?? "";
+  return essence(a) === essence(b);
+}
+
+export type PutAttempt = { tokenHash: string; contentType: string | undefined; contentLength: number | undefined };
+
+/** A byte PUT begins: 404 (unknown, wrong token, expired) → 409 (stored, or a PUT in flight) → 422 (headers). */
+export function beginPut(record: UploadRecord | null, attempt: PutAttempt, now: number): Transition {
+  if (isGone(record, now) || record.tokenHash !== attempt.tokenHash) return refuse(404, "not_found");
+  if (record.state === "storing" && leaseHeld(record, now)) return refuse(409, "being_stored");
+  if (record.state === "stored" || record.state === "processing" || record.state === "completed") {
+    return refuse(409, "already_stored");
+  }
+  if (attempt.contentType === undefined || !sameMediaType(attempt.contentType, record.contentType)) {
+    return refuse(422, "content_type_mismatch", record.contentType);
+  }
+  if (attempt.contentLength !== record.size) return refuse(422, "content_length_mismatch", String(record.size));
+  return { next: { ...record, state: "storing", leaseUntil: now + leaseMs } };
+}
+
+/** A byte PUT ends: the bytes are stored, or the upload is `reserved` again; a lapsed reservation is gone. */
+export function finishPut(record: UploadRecord | null, stored: boolean, now: number): Transition {
+  if (isGone(record, now) || record.state !== "storing") return refuse(404, "not_found");
+  return { next: { ...record, state: stored ? "stored" : "reserved", leaseUntil: null } };
+}
+
+/** A complete begins: 404 → 410 completed → 409 not stored yet / being processed → 422 known unhostable. */
+export function beginComplete(record: UploadRecord | null, now: number): Transition {
+  if (isGone(record, now)) return refuse(404, "not_found");
+  if (record.state === "completed") return refuse(410, "completed");
+  if (record.state === "reserved" || record.state === "storing") return refuse(409, "not_stored");
+  if (record.state === "processing" && leaseHeld(record, now)) return refuse(409, "being_processed");
+  if (record.failure !== null) return refuse(422, "unhostable", record.failure);
+  return { next: { ...record, state: "processing", leaseUntil: now + leaseMs } };
+}
+
+export type CompleteOutcome = { hosted: HostedFile } | { unhostable: string };
+
+/** A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be hosted. */
+export function finishComplete(record: UploadRecord | null, outcome: CompleteOutcome): Transition {
+  if (record === null || record.state !== "processing") return refuse(404, "not_found");
+  if ("hosted" in outcome) {
+    return { next: { ...record, state: "completed", leaseUntil: null, result: outcome.hosted, failure: null } };
+  }
+  // The failure is answered again until the reservation lapses and the alarm removes the upload.
+  return { next: { ...record, state: "stored", leaseUntil: null, failure: outcome.unhostable } };
+}
+
+/** A complete that failed for a reason other than the bytes (storage error): the upload is `stored` again. */
+export function abandonComplete(record: UploadRecord | null): Transition {
+  if (record === null || record.state !== "processing") return refuse(404, "not_found");
+  return { next: { ...record, state: "stored", leaseUntil: null } };
+}
+
+/** What `GET /media-uploads/{id}` calls the state. */
+export function publicState(state: UploadState): PublicUploadState {
+  if (state === "storing") return "reserved";
+  if (state === "processing") return "stored";
+  return state;
+}
