@@ -4,6 +4,7 @@ import { ApiError, messages } from "../http/errors";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
 import { projectPlatform } from "../platform/select";
+import { withSignedDownloads } from "./downloads";
 import { deleteDraft } from "./drafts";
 import { publishProduct } from "./publish";
 import { findProduct, readDraftProduct, readLiveProduct } from "./queries";
@@ -38,7 +39,10 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       const { id } = c.req.valid("param");
       const product = await findProduct(c.var.db, id, c.var.caller.scope);
       if (!product) throw new ApiError(404, messages.productNotFound(id));
-      return c.json(await readLiveProduct(c.var.db, product), 200);
+      return c.json(
+        await withSignedDownloads(await readLiveProduct(c.var.db, product), c.env.FILE_SIGNING_SECRET),
+        200,
+      );
     },
   )
   .openapi(
@@ -65,7 +69,9 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       if (!product) throw new ApiError(404, messages.productNotFound(id));
       const draft = await readDraftProduct(c.var.db, product);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(id));
-      return c.json(draft, 200, { ETag: `"${draft.draft_version}"` });
+      return c.json(await withSignedDownloads(draft, c.env.FILE_SIGNING_SECRET), 200, {
+        ETag: `"${draft.draft_version}"`,
+      });
     },
   )
   .openapi(
@@ -113,6 +119,9 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
       const published = await findProduct(c.var.db, id, c.var.caller.scope);
       if (!published) throw new ApiError(404, messages.productNotFound(id));
-      return c.json(await readLiveProduct(c.var.db, published), 200);
+      return c.json(
+        await withSignedDownloads(await readLiveProduct(c.var.db, published), c.env.FILE_SIGNING_SECRET),
+        200,
+      );
     },
   );

@@ -135,3 +135,33 @@ describe("draft overlay fields", () => {
     });
   });
 });
+
+describe("file download links", () => {
+  it("gives private files a signed, expiring download_url that the file route accepts", async () => {
+    const { env, exports } = await import("cloudflare:workers");
+    const { privateFileKey } = await import("../../src/uploads/keys");
+    const { storeId, token } = await seedStore();
+    const uploadId = uuid();
+    const locator = `https://checkout.test/files/${storeId}/${uploadId}/ebook.pdf`;
+    await env.BUCKET.put(privateFileKey(storeId, uploadId), "PDF bytes", {
+      customMetadata: { filename: "ebook.pdf", kind: "file" },
+    });
+    const product = await seedProduct(storeId, {
+      file: { name: "ebook.pdf", url: locator, download_url: "stale" },
+      files: [
+        { name: "elsewhere.pdf", url: "https://cdn.example/elsewhere.pdf", download_url: "https://cdn.example/dl" },
+      ],
+    });
+    const body = await json<{ file: { download_url: string }; files: { download_url: string }[] }>(
+      await api(`/products/${product.id}`, { token }),
+    );
+    const link = new URL(body.file.download_url);
+    expect(link.origin + link.pathname).toBe(locator);
+    expect(Number(link.searchParams.get("expires")) * 1000).toBeGreaterThan(Date.now() + 50 * 60_000);
+    expect(link.searchParams.get("signature")).toMatch(/^[0-9a-f]{64}$/);
+    expect(body.files[0]?.download_url).toBe("https://cdn.example/dl");
+    const download = await exports.default.fetch(body.file.download_url);
+    expect(download.status).toBe(200);
+    expect(await download.text()).toBe("PDF bytes");
+  });
+});
