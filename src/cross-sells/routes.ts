@@ -4,7 +4,7 @@ import { ApiError, messages } from "../http/errors";
 import { integerQuery, Pagination, pagination } from "../http/pagination";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
-import { findDraft, findProduct } from "../products/queries";
+import { findDraft, requireProduct } from "../products/queries";
 import { draftCrossSellPage, liveCrossSellPage } from "./queries";
 import { CrossSell } from "./resource";
 
@@ -45,8 +45,7 @@ export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   .openapi(listRoute("/products/{productId}/cross-sells", "List a product's cross-sells", listRules), async (c) => {
     const { productId } = c.req.valid("param");
     const { page, per_page: perPage } = c.req.valid("query");
-    const product = await findProduct(c.var.db, productId, c.var.caller.scope);
-    if (!product) throw new ApiError(404, messages.productNotFound(productId));
+    const product = await requireProduct(c.var.db, productId, c.var.caller.scope);
     const { items, total } = await liveCrossSellPage(c.var.db, product.id, page, perPage);
     return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
   })
@@ -55,8 +54,7 @@ export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
     async (c) => {
       const { productId } = c.req.valid("param");
       const { page, per_page: perPage } = c.req.valid("query");
-      const product = await findProduct(c.var.db, productId, c.var.caller.scope);
-      if (!product) throw new ApiError(404, messages.productNotFound(productId));
+      const product = await requireProduct(c.var.db, productId, c.var.caller.scope);
       const draft = await findDraft(c.var.db, product.id);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
       const { items, total } = draftCrossSellPage(draft.document.cross_sells, page, perPage);

@@ -6,7 +6,7 @@ import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
 import { type DraftFieldOwner, deleteDraftCustomField, deleteLiveCustomField } from "./custom-fields";
 import { draftMessages, readDraftVersion } from "./drafts";
-import { findDraft, findProduct, findVariant } from "./queries";
+import { findDraft, findVariant, requireProduct } from "./queries";
 
 const productId = z
   .uuid({ error: messages.invalidProductId })
@@ -63,15 +63,16 @@ function draftRoute<P extends z.ZodObject>(path: string, summary: string, params
   });
 }
 
-async function productInScope(c: Context<AppEnv>, id: string) {
-  const product = await findProduct(c.var.db, id, c.var.caller.scope);
-  if (!product) throw new ApiError(404, messages.productNotFound(id));
-  return product;
+/** 404 product → 409 has draft → 404 field. */
+async function deleteOnLiveProduct(c: Context<AppEnv>, id: string, kind: "product" | "waitlist", fieldName: string) {
+  const product = await requireProduct(c.var.db, id, c.var.caller.scope);
+  await deleteLiveCustomField(c.var.db, { productId: product.id, kind, ownerId: product.id }, fieldName);
+  return c.body(null, 204);
 }
 
 /** 404 no draft → variant of the overlay → 422 version → 409 stale → 404 field. */
 async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOwner, fieldName: string) {
-  const product = await productInScope(c, id);
+  const product = await requireProduct(c.var.db, id, c.var.caller.scope);
   const draft = await findDraft(c.var.db, product.id);
   if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
   if (owner.kind === "variant" && !draft.document.variants.some((variant) => variant.id === owner.variantId)) {
@@ -91,15 +92,9 @@ export const customFieldRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
       "Delete a product custom field",
       z.object({ productId, name }),
     ),
-    async (c) => {
+    (c) => {
       const params = c.req.valid("param");
-      const product = await productInScope(c, params.productId);
-      await deleteLiveCustomField(
-        c.var.db,
-        { productId: product.id, kind: "product", ownerId: product.id },
-        params.name,
-      );
-      return c.body(null, 204);
+      return deleteOnLiveProduct(c, params.productId, "product", params.name);
     },
   )
   .openapi(
@@ -108,15 +103,9 @@ export const customFieldRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
       "Delete a waitlist custom field",
       z.object({ productId, name }),
     ),
-    async (c) => {
+    (c) => {
       const params = c.req.valid("param");
-      const product = await productInScope(c, params.productId);
-      await deleteLiveCustomField(
-        c.var.db,
-        { productId: product.id, kind: "waitlist", ownerId: product.id },
-        params.name,
-      );
-      return c.body(null, 204);
+      return deleteOnLiveProduct(c, params.productId, "waitlist", params.name);
     },
   )
   .openapi(

@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, ne } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { customFields, drafts, products, variants } from "../db/schema";
+import { ApiError, messages } from "../http/errors";
 import { DraftDocument } from "./draft-document";
 import type { DraftProduct, Product } from "./resource";
 import { draftProductView, liveProductView } from "./serialize";
@@ -16,6 +17,13 @@ export async function findProduct(db: Database, id: string, scope: readonly stri
     where: and(eq(products.id, id), inArray(products.storeId, [...scope]), ne(products.status, "archived")),
   });
   return product ?? null;
+}
+
+/** {@link findProduct}, answering 404 with the specification's message when there is none. */
+export async function requireProduct(db: Database, id: string, scope: readonly string[]): Promise<ProductRow> {
+  const product = await findProduct(db, id, scope);
+  if (!product) throw new ApiError(404, messages.productNotFound(id));
+  return product;
 }
 
 /** The Product resource of a live product, read in one round trip. */

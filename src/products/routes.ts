@@ -7,7 +7,7 @@ import { projectPlatform } from "../platform/select";
 import { withSignedDownloads } from "./downloads";
 import { deleteDraft } from "./drafts";
 import { publishProduct } from "./publish";
-import { findProduct, readDraftProduct, readLiveProduct } from "./queries";
+import { readDraftProduct, readLiveProduct, requireProduct } from "./queries";
 import { DraftProduct, Product } from "./resource";
 
 /** Path parameters of product-scoped routes. */
@@ -37,8 +37,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await findProduct(c.var.db, id, c.var.caller.scope);
-      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       return c.json(
         await withSignedDownloads(await readLiveProduct(c.var.db, product), c.env.FILE_SIGNING_SECRET),
         200,
@@ -65,8 +64,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await findProduct(c.var.db, id, c.var.caller.scope);
-      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       const draft = await readDraftProduct(c.var.db, product);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(id));
       return c.json(await withSignedDownloads(draft, c.env.FILE_SIGNING_SECRET), 200, {
@@ -91,8 +89,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await findProduct(c.var.db, id, c.var.caller.scope);
-      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       await deleteDraft(c.var.db, product.id);
       return c.body(null, 204);
     },
@@ -114,11 +111,9 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await findProduct(c.var.db, id, c.var.caller.scope);
-      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
-      const published = await findProduct(c.var.db, id, c.var.caller.scope);
-      if (!published) throw new ApiError(404, messages.productNotFound(id));
+      const published = await requireProduct(c.var.db, id, c.var.caller.scope);
       return c.json(
         await withSignedDownloads(await readLiveProduct(c.var.db, published), c.env.FILE_SIGNING_SECRET),
         200,
