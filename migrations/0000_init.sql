@@ -141,14 +141,14 @@ CREATE TABLE `subscriptions` (
 	FOREIGN KEY (`store_id`) REFERENCES `stores`(`id`) ON UPDATE no action ON DELETE no action
 );
 --> statement-breakpoint
-CREATE INDEX `subscriptions_store_created` ON `subscriptions` (`store_id`,`created_at`,`id`);--> statement-breakpoint
+CREATE INDEX `subscriptions_store_created` ON `subscriptions` (`store_id`,`created_at`,`id`,`search_text`);--> statement-breakpoint
 CREATE INDEX `subscriptions_store_status_created` ON `subscriptions` (`store_id`,`status`,`created_at`,`id`);--> statement-breakpoint
 CREATE INDEX `subscriptions_store_customer_created` ON `subscriptions` (`store_id`,`customer_id`,`created_at`,`id`);--> statement-breakpoint
 CREATE INDEX `subscriptions_store_product_created` ON `subscriptions` (`store_id`,`product_id`,`created_at`,`id`);--> statement-breakpoint
 CREATE INDEX `subscriptions_store_variant_created` ON `subscriptions` (`store_id`,`variant_id`,`created_at`,`id`);--> statement-breakpoint
-CREATE INDEX `subscriptions_store_canceled` ON `subscriptions` (`store_id`,`canceled_at`);--> statement-breakpoint
-CREATE INDEX `subscriptions_store_period_end` ON `subscriptions` (`store_id`,`current_period_end`);--> statement-breakpoint
-CREATE INDEX `subscriptions_store_email` ON `subscriptions` (`store_id`,`customer_email_key`);--> statement-breakpoint
+CREATE INDEX `subscriptions_store_canceled` ON `subscriptions` (`store_id`,`canceled_at`,`created_at`,`id`);--> statement-breakpoint
+CREATE INDEX `subscriptions_store_period_end` ON `subscriptions` (`store_id`,`current_period_end`,`created_at`,`id`);--> statement-breakpoint
+CREATE INDEX `subscriptions_store_email` ON `subscriptions` (`store_id`,`customer_email_key`,`created_at`,`id`);--> statement-breakpoint
 CREATE TABLE `variants` (
 	`id` text PRIMARY KEY NOT NULL,
 	`product_id` text NOT NULL,

@@ -14,6 +14,7 @@ import { validationHook } from "./http/validate";
 import { mediaRoutes } from "./media/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
+import { subscriptionRoutes } from "./subscriptions/routes";
 
 export const apiBasePath = "/api/v1";
 
@@ -37,6 +38,7 @@ function createApi() {
   api.route("/", productRoutes);
   api.route("/", customFieldRoutes);
   api.route("/", crossSellRoutes);
+  api.route("/", subscriptionRoutes);
   api.route("/_dev", devRoutes);
 
   api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });

@@ -201,14 +201,21 @@ export const subscriptions = sqliteTable(
     searchText: text("search_text").notNull(),
   },
   (t) => [
-    index("subscriptions_store_created").on(t.storeId, t.createdAt, t.id),
+    // The list's default order. search_text rides along so the free-text search, which has to test
+    // every subscription of the store, reads this index in order instead of looking up each row;
+    // only matching rows are fetched (measured: 0.5 s → 40 ms over 200,000 rows, docs/benchmarks.md).
+    index("subscriptions_store_created").on(t.storeId, t.createdAt, t.id, t.searchText),
     index("subscriptions_store_status_created").on(t.storeId, t.status, t.createdAt, t.id),
     index("subscriptions_store_customer_created").on(t.storeId, t.customerId, t.createdAt, t.id),
     index("subscriptions_store_product_created").on(t.storeId, t.productId, t.createdAt, t.id),
     index("subscriptions_store_variant_created").on(t.storeId, t.variantId, t.createdAt, t.id),
-    index("subscriptions_store_canceled").on(t.storeId, t.canceledAt),
-    index("subscriptions_store_period_end").on(t.storeId, t.currentPeriodEnd),
-    index("subscriptions_store_email").on(t.storeId, t.customerEmailKey),
+    // A date range cannot also give the list's order, so matching rows are sorted; with the sort key in
+    // the index, SQLite ranks them without reading rows that miss the page (measured: 59 ms → 6 ms for
+    // 20,000 period ends in one week).
+    index("subscriptions_store_canceled").on(t.storeId, t.canceledAt, t.createdAt, t.id),
+    index("subscriptions_store_period_end").on(t.storeId, t.currentPeriodEnd, t.createdAt, t.id),
+    // Ordered like the list, so an e-mail search pages without scanning the store in creation order.
+    index("subscriptions_store_email").on(t.storeId, t.customerEmailKey, t.createdAt, t.id),
   ],
 );
 

@@ -1,0 +1,724 @@
+// `npm run bench`: GET /api/v1/subscriptions at scale.
+//
+// Loads 200,000 subscriptions into one store and 50,000 into another straight into the local D1
+// SQLite file (the fixture route would take far longer), starts `wrangler dev` on it, and measures,
+// for each filter shape, the endpoint's latency over loopback HTTP beside the very same two SQL
+// statements (page + count) run directly on the same file with node:sqlite. It fails loudly when
+// D1's `EXPLAIN QUERY PLAN` of a shape scans the subscriptions table, or walks every subscription of
+// the store although the shape filters (free-text search aside), or when the endpoint and the direct
+// SQL disagree on a total; then it writes the figures into the "Subscriptions at scale" section of
+// docs/benchmarks.md. Everything runs on 127.0.0.1 and in a throwaway directory.
+//
+//   npm run bench                    the whole run (about two and a half minutes on two cores)
+//   npm run bench -- --plans-only    load the data and check the query plans, no timing
+//   npm run bench -- --keep          keep the throwaway persist directory for inspection
+//
+// The SQL is not written twice: the script bundles src/subscriptions (filters.ts, query.ts) with
+// esbuild and asks it for the statements of each shape, exactly as the Worker builds them.
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { applyLocalMigrations, freePort, loadFixture, startDevServer, wrangler } from "./dev-server.mjs";
+
+const projectRoot = fileURLToPath(new URL("..", import.meta.url));
+const docPath = join(projectRoot, "docs/benchmarks.md");
+
+const args = new Set(process.argv.slice(2));
+const plansOnly = args.has("--plans-only");
+const keepData = args.has("--keep");
+
+const MAIN_ROWS = 200_000;
+const OTHER_ROWS = 50_000;
+/** Timed requests per shape after the warm-up, unless the shape's time budget runs out first. */
+const SAMPLES = 40;
+const WARMUP = 3;
+/** Requests sent to a freshly started `wrangler dev` before any shape is timed. */
+const SERVER_WARMUP = 30;
+const SHAPE_BUDGET_MS = 10_000;
+/** The whole run is killed past this, whatever it is doing. */
+const RUN_LIMIT_MS = 9 * 60_000;
+
+const MAIN_STORE = "0b9f3c2e-5a41-4d7e-9c1a-2f6e8d4b7a10";
+const OTHER_STORE = "7c2d9e14-3b8a-4f61-a5d2-9e0b1c4f8a23";
+const TOKEN = "bench-subscriptions-token-0001";
+
+const started = Date.now();
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+const log = (message) => console.log(`[${elapsed()}] ${message}`);
+
+// ---------------------------------------------------------------------------------------------
+// The application's own query code
+// ---------------------------------------------------------------------------------------------
+
+/** src/subscriptions bundled for Node: the list's parsing and SQL, and the search key of a row. */
+async function loadAppQueryCode() {
+  const entry = `
+    export { SubscriptionListQuery, listRequest } from "./src/subscriptions/filters.ts";
+    export { listStatements } from "./src/subscriptions/query.ts";
+    export { subscriptionSearchText } from "./src/subscriptions/resource.ts";
+    export { createDb } from "./src/db/client.ts";
+  `;
+  const result = await build({
+    stdin: { contents: entry, resolveDir: projectRoot, loader: "ts" },
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    write: false,
+    logLevel: "silent",
+  });
+  const source = result.outputFiles[0].text;
+  const app = await import(`data:text/javascript;base64,${Buffer.from(source).toString("base64")}`);
+  // A D1 binding is only needed to run statements; building their SQL needs none.
+  const db = app.createDb({});
+  return {
+    subscriptionSearchText: app.subscriptionSearchText,
+    /** The page and count statements of GET /subscriptions?{params} for `storeId`. */
+    statements(storeId, params) {
+      const request = app.listRequest(app.SubscriptionListQuery.parse(params));
+      const { page, count } = app.listStatements(db, storeId, request);
+      return { page: page.toSQL(), count: count.toSQL() };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data
+// ---------------------------------------------------------------------------------------------
+
+/** mulberry32: a small seeded PRNG, so every run loads the same data. */
+function random(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (min, max) => min + Math.floor(next() * (max - min + 1));
+  return {
+    next,
+    int,
+    pick: (items) => items[Math.floor(next() * items.length)],
+    chance: (p) => next() < p,
+    uuid() {
+      const hex = Array.from({ length: 32 }, () => int(0, 15).toString(16));
+      hex[12] = "4";
+      hex[16] = "89ab"[int(0, 3)];
+      const s = hex.join("");
+      return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`;
+    },
+  };
+}
+
+const DAY = 86_400_000;
+const CREATED_FROM = Date.parse("2025-01-01T00:00:00Z");
+const CREATED_UNTIL = Date.parse("2026-11-01T00:00:00Z");
+const NOW = CREATED_UNTIL;
+
+const FIRST_NAMES = [
+  "Anna",
+  "Maria",
+  "Katarzyna",
+  "Małgorzata",
+  "Agnieszka",
+  "Barbara",
+  "Ewa",
+  "Krystyna",
+  "Elżbieta",
+  "Zofia",
+  "Jan",
+  "Andrzej",
+  "Piotr",
+  "Krzysztof",
+  "Stanisław",
+  "Tomasz",
+  "Paweł",
+  "Józef",
+  "Łukasz",
+  "Michał",
+  "Grzegorz",
+  "Jerzy",
+  "Tadeusz",
+  "Adam",
+  "Zbigniew",
+  "Ryszard",
+  "Dariusz",
+  "Henryk",
+  "Mariusz",
+  "Kazimierz",
+  "Oksana",
+  "Olena",
+  "Jörg",
+  "Søren",
+  "Νίκος",
+  "Αλέξανδρος",
+  "Иван",
+  "Ольга",
+  "José",
+  "Zoë",
+];
+const LAST_NAMES = [
+  "Nowak",
+  "Kowalski",
+  "Wiśniewski",
+  "Wójcik",
+  "Kowalczyk",
+  "Kamiński",
+  "Lewandowski",
+  "Zieliński",
+  "Szymański",
+  "Woźniak",
+  "Dąbrowski",
+  "Kozłowski",
+  "Jankowski",
+  "Mazur",
+  "Kwiatkowski",
+  "Krawczyk",
+  "Piotrowski",
+  "Grabowski",
+  "Nowakowski",
+  "Pawłowski",
+  "Michalski",
+  "Nowicki",
+  "Adamczyk",
+  "Dudek",
+  "Zając",
+  "Wieczorek",
+  "Jabłoński",
+  "Król",
+  "Majewski",
+  "Olszewski",
+  "Żółkiewski",
+  "Straße",
+  "Παπαδόπουλος",
+  "Петренко",
+];
+const PRODUCT_NAMES = [
+  "Klub Fotografa",
+  "Akademia Ceramiki",
+  "Kurs Excela",
+  "Joga w domu",
+  "Szkoła Gitary",
+  "Pisanie bez tajemnic",
+  "Dietetyka na co dzień",
+  "Programowanie w Pythonie",
+  "Kuchnia włoska",
+  "Marketing 50%_off",
+  "Trening siłowy",
+  "Język hiszpański",
+  "Rysunek dla dorosłych",
+  "Finanse osobiste",
+  "Ogród przez cały rok",
+  "Żeglarstwo teoria",
+  "Mindfulness",
+  "Podcast Premium",
+  "Newsletter Inwestora",
+  "Fotografia mobilna",
+];
+const VARIANT_NAMES = ["Miesięcznie", "Kwartalnie", "Rocznie"];
+const INTERVALS = [
+  ["month", 1],
+  ["month", 3],
+  ["year", 1],
+];
+const STATUS_WEIGHTS = [
+  ["active", 62],
+  ["trialing", 7],
+  ["past_due", 7],
+  ["canceled", 14],
+  ["incomplete", 4],
+  ["incomplete_expired", 3],
+  ["unpaid", 3],
+];
+
+function weighted(rng, weights) {
+  const total = weights.reduce((sum, [, weight]) => sum + weight, 0);
+  let roll = rng.next() * total;
+  for (const [value, weight] of weights) {
+    roll -= weight;
+    if (roll < 0) return value;
+  }
+  return weights.at(-1)[0];
+}
+
+function asciiSlug(text) {
+  return text
+    .normalize("NFKD")
+    .replace(/[łŁ]/g, "l")
+    .replace(/[^\x20-\x7e]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "");
+}
+
+/** One store's catalogue and customers, and a generator of its subscriptions. */
+function storeWorld(rng, storeId, customerCount) {
+  const products = PRODUCT_NAMES.map((name) => ({
+    id: rng.uuid(),
+    name,
+    variants: VARIANT_NAMES.map((variantName, i) => ({
+      id: rng.uuid(),
+      name: variantName,
+      amount: [4900, 13900, 49900][i],
+      interval: INTERVALS[i],
+    })),
+  }));
+  const customers = Array.from({ length: customerCount }, (_, i) => {
+    const first = rng.pick(FIRST_NAMES);
+    const last = rng.pick(LAST_NAMES);
+    const local = `${asciiSlug(first) || "klient"}.${asciiSlug(last) || "x"}${i}`;
+    return { id: rng.uuid(), name: `${first} ${last}`, email: `${local}@example${i % 7}.pl` };
+  });
+  return { storeId, products, customers };
+}
+
+function subscriptionRow(rng, world, searchText) {
+  const product = rng.pick(world.products);
+  const variant = rng.pick(product.variants);
+  const customer = rng.pick(world.customers);
+  const status = weighted(rng, STATUS_WEIGHTS);
+  const created = CREATED_FROM + Math.floor(rng.next() * (CREATED_UNTIL - CREATED_FROM));
+  const [interval, intervalCount] = variant.interval;
+  const periodDays = interval === "year" ? 365 : 30 * intervalCount;
+  const periodsSince = Math.max(1, Math.ceil((NOW - created) / (periodDays * DAY)));
+  const periodEnd = created + periodsSince * periodDays * DAY;
+  let canceledAt = null;
+  let cancelAt = null;
+  if (status === "canceled" || (status === "active" && rng.chance(0.1))) {
+    canceledAt = created + Math.floor(rng.next() * Math.max(DAY, NOW - created));
+    cancelAt = status === "canceled" ? canceledAt : periodEnd;
+  }
+  return {
+    id: rng.uuid(),
+    store_id: world.storeId,
+    customer_id: customer.id,
+    customer_name: customer.name,
+    customer_email: customer.email,
+    customer_email_key: customer.email.toLowerCase(),
+    product_id: product.id,
+    variant_id: variant.id,
+    hidden_by_customer: rng.chance(0.025) ? 1 : 0,
+    remote_id: `sub_${rng.uuid().replaceAll("-", "").slice(0, 14)}`,
+    provider: "stripe",
+    status,
+    variant_name: variant.name,
+    product_name: product.name,
+    recurring_amount: variant.amount,
+    currency: "pln",
+    interval,
+    interval_count: intervalCount,
+    quantity: 1,
+    current_period_end: status === "incomplete" ? null : periodEnd,
+    cancel_at: cancelAt,
+    canceled_at: canceledAt,
+    created_at: created,
+    search_text: searchText({ customer: customer.name, product: product.name, variant: variant.name }),
+  };
+}
+
+/** The D1 database file of the persist directory (miniflare keeps one SQLite file per database). */
+async function d1File(persistTo) {
+  const dir = join(persistTo, "v3/d1/miniflare-D1DatabaseObject");
+  const files = (await readdir(dir)).filter((name) => name.endsWith(".sqlite") && name !== "metadata.sqlite");
+  if (files.length !== 1) throw new Error(`expected one D1 database file in ${dir}, found ${files.join(", ")}`);
+  return join(dir, files[0]);
+}
+
+/** Writes both stores and their subscriptions into the migrated file; returns facts the shapes use. */
+function loadData(file, searchText) {
+  const rng = random(20261101);
+  const main = storeWorld(rng, MAIN_STORE, 60_000);
+  const other = storeWorld(rng, OTHER_STORE, 15_000);
+  const db = new DatabaseSync(file);
+  const columns = db
+    .prepare("PRAGMA table_info(subscriptions)")
+    .all()
+    .map((column) => column.name);
+  const insert = db.prepare(
+    `INSERT INTO subscriptions (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+  );
+  const customerCounts = new Map();
+  db.exec("BEGIN");
+  const insertStore = db.prepare(
+    "INSERT INTO stores (id, name, plan_active, upload_limit_bytes, created_at) VALUES (?, ?, 1, NULL, ?)",
+  );
+  insertStore.run(MAIN_STORE, "Bench main store", CREATED_FROM);
+  insertStore.run(OTHER_STORE, "Bench other store", CREATED_FROM);
+  for (const [world, count] of [
+    [main, MAIN_ROWS],
+    [other, OTHER_ROWS],
+  ]) {
+    let previousCreated = null;
+    for (let i = 0; i < count; i++) {
+      const row = subscriptionRow(rng, world, searchText);
+      // Every 25th subscription shares its creation time with the one before, as bulk imports do.
+      if (previousCreated !== null && i % 25 === 0) row.created_at = previousCreated;
+      previousCreated = row.created_at;
+      const missing = columns.filter((column) => !(column in row));
+      if (missing.length > 0) throw new Error(`the bench does not fill subscriptions columns: ${missing.join(", ")}`);
+      insert.run(...columns.map((column) => row[column]));
+      if (world === main) customerCounts.set(row.customer_id, (customerCounts.get(row.customer_id) ?? 0) + 1);
+    }
+  }
+  db.exec("COMMIT");
+  db.close();
+
+  // The busiest customer of the main store, so the customer filter returns a realistic handful.
+  const [busiestCustomer] = [...customerCounts.entries()].sort((a, b) => b[1] - a[1])[0];
+  const customer = main.customers.find((c) => c.id === busiestCustomer);
+  return { main, customer };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes
+// ---------------------------------------------------------------------------------------------
+
+/** The filter shapes measured: each filter alone, paging extremes, and a few combinations. */
+function shapes({ main, customer }) {
+  const product = main.products[0];
+  const variant = main.products[3].variants[1];
+  const month = { from: "2026-03-01", to: "2026-03-31" };
+  return [
+    { name: "customer with no subscriptions (auth and routing floor)", params: { customer: MAIN_STORE } },
+    { name: "no filter", params: {} },
+    { name: "no filter, oldest first", params: { sort: "created_at" } },
+    { name: "no filter, page 1000 of 100 per page (deep OFFSET)", params: { page: "1000", per_page: "100" } },
+    { name: "status (7 %)", params: { status: "past_due" } },
+    { name: "status (62 %)", params: { status: "active" } },
+    { name: "customer", params: { customer: customer.id } },
+    { name: "product", params: { product: product.id } },
+    { name: "variant", params: { variant: variant.id } },
+    { name: "created: one month", params: { created_from: month.from, created_to: month.to } },
+    { name: "canceled: one month", params: { canceled_from: month.from, canceled_to: month.to } },
+    {
+      name: "current_period_end: one week",
+      params: { current_period_end_from: "2026-11-10", current_period_end_to: "2026-11-16" },
+    },
+    { name: "query: e-mail (other case)", params: { query: customer.email.toUpperCase() } },
+    { name: "query: text, common (surname)", params: { query: "KOWALSK" } },
+    { name: "query: text, rare (full name)", params: { query: customer.name } },
+    { name: "query: text, no match", params: { query: "50%_offx" } },
+    { name: "status + product", params: { status: "active", product: product.id } },
+    { name: "status + created month", params: { status: "canceled", created_from: month.from, created_to: month.to } },
+    { name: "status + canceled month", params: { status: "active", canceled_from: month.from, canceled_to: month.to } },
+    { name: "customer + status", params: { customer: customer.id, status: "active" } },
+    {
+      name: "product + canceled quarter",
+      params: { product: product.id, canceled_from: "2026-01-01", canceled_to: "2026-03-31" },
+    },
+    {
+      name: "variant + current_period_end month",
+      params: { variant: variant.id, current_period_end_from: "2026-11-01", current_period_end_to: "2026-11-30" },
+    },
+    { name: "status + query text", params: { status: "past_due", query: "nowak" } },
+    { name: "count only: per_page=1, status", params: { per_page: "1", status: "canceled" } },
+  ];
+}
+
+const isTextSearch = (shape) => typeof shape.params.query === "string" && !shape.params.query.includes("@");
+
+// ---------------------------------------------------------------------------------------------
+// Query plans
+// ---------------------------------------------------------------------------------------------
+
+/** A SQL literal for EXPLAIN through `wrangler d1 execute`, which takes no bound parameters. */
+function literal(value) {
+  if (typeof value === "number") return String(value);
+  return `'${String(value).replaceAll("'", "''")}'`;
+}
+
+function inline({ sql, params }) {
+  let index = 0;
+  return sql.replace(/\?/g, () => literal(params[index++]));
+}
+
+/** EXPLAIN QUERY PLAN of every statement, asked of D1 itself (workerd's SQLite) in one call. */
+async function d1Plans(persistTo, statements) {
+  const command = statements.map((statement) => `EXPLAIN QUERY PLAN ${inline(statement)}`).join(";\n");
+  const child = wrangler(
+    ["d1", "execute", "DB", "--local", "--persist-to", persistTo, "--json", "--command", command],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    output += chunk;
+  });
+  await new Promise((resolve, reject) =>
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler d1 execute exited ${code}`)))),
+  );
+  const results = JSON.parse(output.slice(output.indexOf("[")));
+  return results.map((result) => result.results.map((row) => row.detail));
+}
+
+/** Whether a plan reads the whole subscriptions table (or a whole index of it) instead of searching. */
+const fullScan = (plan) => plan.some((line) => /^SCAN subscriptions\b/.test(line));
+
+/**
+ * Whether a plan walks every subscription of the store although the shape filters: an index searched
+ * on `store_id` alone. Acceptable only without filters (the page stops at its LIMIT, the count has to
+ * see them all) and for the free-text search.
+ */
+const storeWideWalk = (plan) => plan.some((line) => /^SEARCH subscriptions .*\(store_id=\?\)$/.test(line));
+
+const pagingOnly = new Set(["page", "per_page", "sort"]);
+const filters = (shape) => Object.keys(shape.params).some((name) => !pagingOnly.has(name));
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+// ---------------------------------------------------------------------------------------------
+
+function percentile(sorted, p) {
+  // Nearest rank: the smallest sample with at least p % of the samples at or below it.
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function summary(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+}
+
+/** Times `run` WARMUP + up to SAMPLES times, stopping early when the shape's budget is spent. */
+async function measure(run) {
+  for (let i = 0; i < WARMUP; i++) await run();
+  const samples = [];
+  const deadline = performance.now() + SHAPE_BUDGET_MS;
+  while (samples.length < SAMPLES && (samples.length < 5 || performance.now() < deadline)) {
+    const start = performance.now();
+    await run();
+    samples.push(performance.now() - start);
+  }
+  return summary(samples);
+}
+
+/** One GET of the shape; returns the filtered total, or throws on anything but a 200. */
+async function requestOnce(url, shape) {
+  const query = new URLSearchParams(shape.params).toString();
+  const response = await fetch(`${url}/api/v1/subscriptions${query ? `?${query}` : ""}`, {
+    headers: { Authorization: `Bearer ${TOKEN}` },
+  });
+  const body = await response.json();
+  if (response.status !== 200) throw new Error(`${shape.name}: ${response.status} ${JSON.stringify(body)}`);
+  return body.pagination.total;
+}
+
+async function endpointTimes(url, shape) {
+  let total = null;
+  const times = await measure(async () => {
+    total = await requestOnce(url, shape);
+  });
+  return { ...times, total };
+}
+
+function sqlTimes(db, statements) {
+  const page = db.prepare(statements.page.sql);
+  const count = db.prepare(statements.count.sql);
+  let total = null;
+  // The Worker runs both statements in one D1 batch, so one sample is both of them.
+  const run = () => {
+    page.all(...statements.page.params);
+    total = count.get(...statements.count.params)["count(*)"];
+  };
+  return measure(async () => run()).then((times) => ({ ...times, total }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
+
+const ms = (value) => (value < 10 ? value.toFixed(2) : value.toFixed(1));
+
+function planSummary(plan) {
+  return plan
+    .map((line) => line.replace(/^SEARCH subscriptions USING /, "").replace(/^USE TEMP B-TREE FOR ORDER BY$/, "+ sort"))
+    .join("; ");
+}
+
+async function cpuModel() {
+  try {
+    const text = await readFile("/proc/cpuinfo", "utf8");
+    return /^model name\s*:\s*(.+)$/m.exec(text)?.[1]?.trim();
+  } catch {
+    return undefined;
+  }
+}
+
+async function nproc() {
+  return new Promise((resolve) => {
+    const child = spawn("nproc", [], { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("error", () => resolve(undefined));
+    child.on("exit", () => resolve(out.trim() || undefined));
+  });
+}
+
+const heading = "## Subscriptions at scale";
+const startMarker = "<!-- bench-subscriptions:start (generated by npm run bench; edits inside are overwritten) -->";
+const endMarker = "<!-- bench-subscriptions:end -->";
+
+/**
+ * Writes the figures between the markers of the "Subscriptions at scale" section of docs/benchmarks.md,
+ * leaving every hand-written word around them alone (the section and the markers are created when missing).
+ */
+async function writeReport(rows, context) {
+  const generated = [
+    startMarker,
+    "",
+    `- Date: ${new Date().toISOString().slice(0, 10)}`,
+    `- Machine: ${(await nproc()) ?? cpus().length} CPUs (nproc), ${(await cpuModel()) ?? cpus()[0]?.model ?? "unknown model"}; Node ${process.versions.node}; \`wrangler dev\` (workerd, local D1); direct SQL through node:sqlite (SQLite ${context.sqliteVersion})`,
+    `- Data: ${MAIN_ROWS.toLocaleString("en")} subscriptions in the measured store and ${OTHER_ROWS.toLocaleString("en")} in another, in one local D1 database with every index of src/db/schema.ts and no ANALYZE statistics. Created 2025-01-01..2026-10-31, one in 25 sharing its creation time with the one before; 60,000 customers; 20 products of 3 variants; 62 % active, 14 % canceled, 7 % past_due, 7 % trialing, 10 % other states.`,
+    `- Method: sequential requests over loopback, ${WARMUP} warm-up requests, then up to ${SAMPLES} timed ones per shape (at least 5; fewer than ${SAMPLES} only when a shape spends its ${SHAPE_BUDGET_MS / 1000} s budget). Endpoint: the whole HTTP request through \`wrangler dev\`. SQL: the same two statements (page and count) with the same parameters, run one after the other on the same file. Ratio: endpoint p50 / SQL p50. Times in milliseconds. Plans: \`EXPLAIN QUERY PLAN\` as D1 reports it, page statement then count statement.`,
+    "",
+    "| Shape | Matches | Endpoint p50 | Endpoint p95 | SQL p50 | SQL p95 | Ratio p50 | Page plan | Count plan |",
+    "|---|---:|---:|---:|---:|---:|---:|---|---|",
+    ...rows.map((row) =>
+      [
+        "",
+        `${row.shape.name} \`${new URLSearchParams(row.shape.params).toString() || "(none)"}\``,
+        row.sql.total.toLocaleString("en"),
+        ms(row.endpoint.p50),
+        ms(row.endpoint.p95),
+        ms(row.sql.p50),
+        ms(row.sql.p95),
+        `${(row.endpoint.p50 / row.sql.p50).toFixed(1)}×`,
+        `\`${planSummary(row.plans.page)}\``,
+        `\`${planSummary(row.plans.count)}\``,
+        "",
+      ]
+        .join(" | ")
+        .trim(),
+    ),
+    "",
+    endMarker,
+  ].join("\n");
+
+  let doc;
+  try {
+    doc = await readFile(docPath, "utf8");
+  } catch {
+    doc = "# Benchmarks\n";
+  }
+  const from = doc.indexOf(startMarker);
+  const to = doc.indexOf(endMarker);
+  if (from !== -1 && to > from) {
+    doc = `${doc.slice(0, from)}${generated}${doc.slice(to + endMarker.length)}`;
+  } else if (doc.includes(`${heading}\n`)) {
+    const at = doc.indexOf(`${heading}\n`) + heading.length + 1;
+    doc = `${doc.slice(0, at)}\n${generated}\n${doc.slice(at)}`;
+  } else {
+    doc = `${doc.trimEnd()}\n\n${heading}\n\n${generated}\n`;
+  }
+  await writeFile(docPath, doc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run
+// ---------------------------------------------------------------------------------------------
+
+let server = null;
+const persistTo = await mkdtemp(join(tmpdir(), "bench-subscriptions-"));
+const cleanUp = async () => {
+  await server?.stop();
+  if (!keepData) await rm(persistTo, { recursive: true, force: true });
+};
+const watchdog = setTimeout(async () => {
+  console.error(`bench: gave up after ${RUN_LIMIT_MS / 60_000} minutes`);
+  await cleanUp();
+  process.exit(2);
+}, RUN_LIMIT_MS);
+
+try {
+  log(`persist directory ${persistTo}`);
+  const app = await loadAppQueryCode();
+  await applyLocalMigrations(persistTo, ["ignore", "ignore", "inherit"]);
+  const file = await d1File(persistTo);
+  log(`loading ${MAIN_ROWS + OTHER_ROWS} subscriptions into ${file}`);
+  const facts = loadData(file, app.subscriptionSearchText);
+  const list = shapes(facts);
+  const statements = list.map((shape) => app.statements(MAIN_STORE, shape.params));
+  log("loaded; asking D1 for the query plans");
+
+  const planRows = await d1Plans(
+    persistTo,
+    statements.flatMap((s) => [s.page, s.count]),
+  );
+  const plans = list.map((_, i) => ({ page: planRows[2 * i], count: planRows[2 * i + 1] }));
+  const scanning = list.filter((shape, i) => {
+    if (isTextSearch(shape)) return false;
+    const both = [...plans[i].page, ...plans[i].count];
+    return fullScan(both) || (filters(shape) && storeWideWalk(both));
+  });
+  for (const [i, shape] of list.entries()) {
+    console.log(`\n${shape.name}  ${JSON.stringify(shape.params)}`);
+    console.log(`  page:  ${plans[i].page.join(" | ")}`);
+    console.log(`  count: ${plans[i].count.join(" | ")}`);
+  }
+  if (scanning.length > 0) {
+    throw new Error(`a table scan or store-wide walk in the plan of: ${scanning.map((s) => s.name).join(", ")}`);
+  }
+  log("every shape searches an index (free-text search aside)");
+  if (plansOnly) {
+    await cleanUp();
+    clearTimeout(watchdog);
+    process.exit(0);
+  }
+
+  const port = await freePort();
+  server = await startDevServer({
+    port,
+    persistTo,
+    // The bench sends far more than the general per-token limit allows.
+    extraArgs: ["--var", "API_LIMIT_PER_MINUTE:100000000"],
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  await loadFixture(server.url, {
+    stores: [{ id: MAIN_STORE, name: "Bench main store" }],
+    tokens: [{ token: TOKEN, store_ids: [MAIN_STORE], abilities: ["subscriptions:read"] }],
+  });
+  log(`wrangler dev at ${server.url}; warming it up, then timing the endpoint`);
+  // A fresh workerd compiles and caches as it goes; without this the first shape measures start-up.
+  for (let i = 0; i < SERVER_WARMUP; i++) await requestOnce(server.url, list[0]);
+  const endpoint = [];
+  for (const shape of list) {
+    endpoint.push(await endpointTimes(server.url, shape));
+    log(`  ${shape.name}: p50 ${ms(endpoint.at(-1).p50)} ms, p95 ${ms(endpoint.at(-1).p95)} ms`);
+  }
+  await server.stop();
+  server = null;
+
+  log("timing the same SQL on the same file");
+  const db = new DatabaseSync(file, { readOnly: true });
+  const sqliteVersion = db.prepare("SELECT sqlite_version() AS version").get().version;
+  const rows = [];
+  for (const [i, shape] of list.entries()) {
+    const sql = await sqlTimes(db, statements[i]);
+    if (sql.total !== endpoint[i].total) {
+      throw new Error(`${shape.name}: the endpoint counted ${endpoint[i].total}, the SQL ${sql.total}`);
+    }
+    rows.push({ shape, endpoint: endpoint[i], sql, plans: plans[i] });
+    log(`  ${shape.name}: p50 ${ms(sql.p50)} ms, p95 ${ms(sql.p95)} ms`);
+  }
+  db.close();
+
+  console.log("\nshape | matches | endpoint p50/p95 | sql p50/p95 | ratio");
+  for (const row of rows) {
+    console.log(
+      `${row.shape.name} | ${row.sql.total} | ${ms(row.endpoint.p50)}/${ms(row.endpoint.p95)} | ${ms(row.sql.p50)}/${ms(row.sql.p95)} | ${(row.endpoint.p50 / row.sql.p50).toFixed(1)}x`,
+    );
+  }
+  await writeReport(rows, { sqliteVersion });
+  log(`wrote ${docPath}`);
+} catch (error) {
+  console.error(`bench failed: ${error?.stack ?? error}`);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+  clearTimeout(watchdog);
+}
