@@ -1,0 +1,493 @@
+import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
+import webpDecoderWasm from "@cwasm/webp/webp.wasm";
+import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc_simd.wasm";
+import { GifReader } from "omggif";
+import { decodeBmp, readBmpHeader } from "./bmp";
+import {
+  arenaShareBytes,
+  encoderShareBytes,
+  formatMegabytes,
+  formatMegapixels,
+  libjpegOverheadBytes,
+  maxFullSizePixels,
+  maxOutputPixels,
+  maxQuality,
+  maxSourcePixels,
+  maxTransparentOutputPixels,
+  webpDecoderShareBytes,
+} from "./budget";
+import { createWebpEncoder, encodeOptions, encoderMemoryBytes, type WebpEncoder } from "./encoder";
+import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
+import type { Orientation } from "./exif";
+import { cmykChannel, type JpegHeader, readJpegHeader } from "./jpeg-header";
+import {
+  arenaAlloc,
+  CodecAbort,
+  createJpegTurbo,
+  createWebpDecoder,
+  decompressInto,
+  heapBytes,
+  type JpegTurbo,
+  pixelFormat,
+  type WebpDecoder,
+} from "./native";
+import { orientInPlace } from "./orient";
+import { decodePng, readPngHeader } from "./png";
+import { decodeProgressive, progressiveStorageBytes } from "./progressive";
+import { createRowDownscaler, downscaleInPlace, fitWithin } from "./resize";
+import { readWebpHeader } from "./webp-header";
+
+export { ImageTooLargeError, UnconvertibleImageError } from "./errors";
+
+export type StillImageKind = "jpeg" | "png" | "webp" | "gif" | "bmp";
+export type ConvertedImage = { bytes: Uint8Array; width: number; height: number };
+
+/** The codec instances an isolate keeps: reused so memory is bounded by high-water marks, not GC timing. */
+type Codecs = { turbo: JpegTurbo; block: number; encoder: WebpEncoder; webp: WebpDecoder | null };
+
+/**
+ * The pipeline's buffers come from one block malloc'd once per libjpeg-turbo instance and handed out by a
+ * bump pointer reset after every conversion. Measured without it, small allocations libjpeg keeps between
+ * large freed buffers fragmented the heap and a sequence of conversions grew it to 46 MB instead of ~31.
+ */
+const blockBytes = arenaShareBytes - libjpegOverheadBytes;
+
+function createArena(): { turbo: JpegTurbo; block: number } {
+  const turbo = createJpegTurbo(turboWasm);
+  const block = arenaAlloc(turbo, blockBytes);
+  if (block === null) throw new Error("could not reserve the conversion arena");
+  return { turbo, block };
+}
+
+let codecs: Promise<Codecs> | null = null;
+let queue: Promise<unknown> = Promise.resolve();
+
+async function getCodecs(): Promise<Codecs> {
+  codecs ??= createWebpEncoder(webpEncoderWasm).then((encoder) => ({ ...createArena(), encoder, webp: null }));
+  return codecs;
+}
+
+/** Current linear-memory sizes of this isolate's codec instances, in bytes (for tests and the benchmark). */
+export async function codecMemory(): Promise<{ arena: number; encoder: number; webpDecoder: number }> {
+  const { turbo, encoder, webp } = await getCodecs();
+  return {
+    arena: turbo.exports.memory.buffer.byteLength,
+    encoder: encoderMemoryBytes(encoder),
+    webpDecoder: webp?.exports.memory.buffer.byteLength ?? 0,
+  };
+}
+
+/** Whether the bytes hold more than one frame (animated GIF, animated WebP, APNG); those are not converted. */
+export function isAnimated(bytes: Uint8Array, kind: StillImageKind): boolean {
+  try {
+    if (kind === "gif") return new GifReader(bytes).numFrames() > 1;
+    if (kind === "webp") return readWebpHeader(bytes).animated;
+    if (kind === "png") {
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      for (let pos = 8; pos + 8 <= bytes.length; pos += 12 + view.getUint32(pos)) {
+        const type = String.fromCharCode(...bytes.subarray(pos + 4, pos + 8));
+        if (type === "acTL") return true;
+        if (type === "IDAT") return false;
+      }
+    }
+  } catch {
+    return false; // unreadable bytes are not animated; converting them reports why they are unreadable
+  }
+  return false;
+}
+
+/**
+ * Converts one still image to WebP, scaled down (never up) so the long edge is at most maxEdge, EXIF
+ * orientation applied. Runs one conversion at a time per isolate (a queue) reusing one decoder and one
+ * encoder instance.
+ */
+export function convertToWebp(
+  bytes: Uint8Array,
+  kind: StillImageKind,
+  options: { maxEdge: number; quality?: number },
+): Promise<ConvertedImage> {
+  const run = queue.then(() => convertNow(bytes, kind, options.maxEdge, options.quality ?? 80));
+  queue = run.catch(() => undefined);
+  return run;
+}
+
+/** What a decoder left in the arena: an RGBA image of `width × height` at `pointer`. */
+type Decoded = { pointer: number; width: number; height: number; sawTransparency: boolean };
+
+type Allocations = { alloc(size: number): number };
+
+async function convertNow(
+  bytes: Uint8Array,
+  kind: StillImageKind,
+  maxEdge: number,
+  quality: number,
+): Promise<ConvertedImage> {
+  if (!Number.isInteger(maxEdge) || maxEdge < 1) throw new RangeError("maxEdge must be a positive integer");
+  if (!(quality >= 0 && quality <= maxQuality)) throw new RangeError(`quality must be between 0 and ${maxQuality}`);
+  const current = await getCodecs();
+  let used = 0;
+  const allocations: Allocations = {
+    alloc(size) {
+      const pointer = current.block + used;
+      const next = used + Math.ceil(size / 16) * 16;
+      // Admission keeps every plan within the block; reaching this is a planning error, not a user's.
+      if (next > blockBytes) throw new Error(`arena plan exceeded: ${next} > ${blockBytes} bytes`);
+      used = next;
+      return pointer;
+    },
+  };
+  try {
+    warmEncoder(current, allocations);
+    used = 0;
+    const maxArea = Math.min(maxOutputPixels, maxEdge * maxEdge);
+    let orientation: Orientation = 1;
+    let decoded: Decoded;
+    switch (kind) {
+      case "jpeg": {
+        const header = readJpegHeader(bytes);
+        orientation = header.orientation;
+        decoded = header.progressive
+          ? decodeProgressiveJpeg(bytes, header, maxEdge, maxArea, current, allocations)
+          : decodeBaselineJpeg(bytes, header, maxEdge, maxArea, current, allocations);
+        break;
+      }
+      case "png": {
+        const header = readPngHeader(bytes);
+        orientation = header.orientation;
+        refuseSourcePixels(header.width, header.height);
+        if (header.interlaced) {
+          if (header.width * header.height > maxFullSizePixels)
+            throw tooLarge(header.width, header.height, maxFullSizePixels, "an interlaced PNG");
+          const full = allocations.alloc(header.width * header.height * 4);
+          await decodePng(header, { full: heapBytes(current.turbo, full, header.width * header.height * 4) });
+          decoded = shrinkInArena(current.turbo, full, header.width, header.height, maxEdge, maxArea);
+        } else {
+          decoded = await streamRows(
+            current.turbo,
+            allocations,
+            header.width,
+            header.height,
+            maxEdge,
+            maxArea,
+            (push) => decodePng(header, { row: push }),
+          );
+        }
+        break;
+      }
+      case "bmp": {
+        const header = readBmpHeader(bytes);
+        refuseSourcePixels(header.width, header.height);
+        decoded = await streamRows(current.turbo, allocations, header.width, header.height, maxEdge, maxArea, (push) =>
+          decodeBmp(bytes, header, push),
+        );
+        break;
+      }
+      case "gif":
+        decoded = decodeGif(bytes, maxEdge, maxArea, current.turbo, allocations);
+        break;
+      case "webp": {
+        const header = readWebpHeader(bytes);
+        orientation = header.orientation;
+        if (header.animated)
+          throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
+        decoded = await decodeWebp(bytes, header.width, header.height, maxEdge, maxArea, current, allocations);
+        break;
+      }
+    }
+    let { width, height } = decoded;
+    const pixels = () => heapBytes(current.turbo, decoded.pointer, width * height * 4);
+    if (decoded.sawTransparency && width * height > maxTransparentOutputPixels) {
+      // Real transparency costs the encoder 2–3× more memory per pixel; give it fewer pixels instead.
+      const smaller = fitWithin(width, height, maxEdge, maxTransparentOutputPixels);
+      downscaleInPlace(pixels(), width, height, smaller.width, smaller.height);
+      ({ width, height } = smaller);
+    }
+    ({ width, height } = orientInPlace(pixels(), width, height, orientation));
+    const encoded = current.encoder.encode(pixels(), width, height, encodeOptions(quality));
+    if (!encoded) throw new Error("the WebP encoder returned no output");
+    return { bytes: encoded.slice(), width, height };
+  } catch (error) {
+    if (error instanceof CodecAbort) {
+      // An abort unwound the C stack without its cleanup: start afresh rather than reuse a damaged heap.
+      Object.assign(current, createArena());
+      throw new UnconvertibleImageError("The image file is damaged: its image data cannot be decoded.");
+    }
+    if (error instanceof ImageTooLargeError || error instanceof UnconvertibleImageError) throw error;
+    if (error instanceof WebAssembly.RuntimeError) {
+      Object.assign(current, createArena());
+      throw new UnconvertibleImageError("The image file is damaged: its image data cannot be decoded.");
+    }
+    throw error;
+  }
+}
+
+/**
+ * Grows the encoder once to the memory of a maximum-size encode (noise, the worst case for its buffers),
+ * so later encodes never grow it by Emscripten's +20% steps and its share stays fixed at what was measured.
+ */
+function warmEncoder(current: Codecs, allocations: Allocations): void {
+  if (encoderMemoryBytes(current.encoder) >= encoderShareBytes * 0.9) return;
+  const width = 2560;
+  const height = Math.floor(maxOutputPixels / width);
+  const pointer = allocations.alloc(width * height * 4);
+  const noise = new Uint32Array(current.turbo.exports.memory.buffer, pointer, width * height);
+  let seed = 0x9e3779b9;
+  for (let i = 0; i < noise.length; i += 1) {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    noise[i] = seed | 0xff000000;
+  }
+  current.encoder.encode(heapBytes(current.turbo, pointer, width * height * 4), width, height, encodeOptions(80));
+}
+
+function tooLarge(width: number, height: number, limit: number, what = "an image"): ImageTooLargeError {
+  return new ImageTooLargeError(
+    `The image is too large to convert: ${width} × ${height} pixels exceeds the limit of ${formatMegapixels(limit)} for ${what}.`,
+  );
+}
+
+function refuseSourcePixels(width: number, height: number): void {
+  if (width * height > maxSourcePixels) throw tooLarge(width, height, maxSourcePixels);
+}
+
+/** Downscales an image already in the arena, in place, to the target size. */
+function shrinkInArena(
+  turbo: JpegTurbo,
+  pointer: number,
+  width: number,
+  height: number,
+  maxEdge: number,
+  maxArea: number,
+): Decoded {
+  const target = fitWithin(width, height, maxEdge, maxArea);
+  const { sawTransparency } = downscaleInPlace(
+    heapBytes(turbo, pointer, width * height * 4),
+    width,
+    height,
+    target.width,
+    target.height,
+  );
+  return { pointer, ...target, sawTransparency };
+}
+
+/** Runs a row decoder into a target-sized buffer in the arena. */
+async function streamRows(
+  turbo: JpegTurbo,
+  allocations: Allocations,
+  width: number,
+  height: number,
+  maxEdge: number,
+  maxArea: number,
+  decode: (push: (rgba: Uint8Array) => void) => void | Promise<void>,
+): Promise<Decoded> {
+  const target = fitWithin(width, height, maxEdge, maxArea);
+  const pointer = allocations.alloc(target.width * target.height * 4);
+  // Nothing else allocates in the arena while rows stream, so this view stays attached.
+  const scaler = createRowDownscaler(
+    width,
+    height,
+    target.width,
+    target.height,
+    heapBytes(turbo, pointer, target.width * target.height * 4),
+  );
+  let rows = 0;
+  await decode((rgba) => {
+    scaler.push(rgba);
+    rows += 1;
+  });
+  if (rows !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
+  return { pointer, ...target, sawTransparency: scaler.sawTransparency };
+}
+
+function scaled(size: number, m: number): number {
+  return Math.ceil((size * m) / 8);
+}
+
+/** The smallest M/8 decode scale whose result still covers the target, or 8 (full size). */
+function coveringScale(width: number, height: number, target: { width: number; height: number }): number {
+  for (let m = 1; m <= 8; m += 1) if (scaled(width, m) >= target.width && scaled(height, m) >= target.height) return m;
+  return 8;
+}
+
+/**
+ * Baseline JPEG: libjpeg-turbo decodes straight to M/8 scale (a 24 MP photo never exists at full size),
+ * then an area downscale in place. Arena: the file + the scaled RGBA + libjpeg's buffers. When that exceeds
+ * the arena's share, a smaller scale is used (a smaller output) before refusing.
+ */
+function decodeBaselineJpeg(
+  bytes: Uint8Array,
+  header: JpegHeader,
+  maxEdge: number,
+  maxArea: number,
+  current: Codecs,
+  allocations: Allocations,
+): Decoded {
+  const { width, height } = header;
+  refuseSourcePixels(width, height);
+  const target = fitWithin(width, height, maxEdge, maxArea);
+  const need = (m: number) => bytes.length + scaled(width, m) * scaled(height, m) * 4 + libjpegOverheadBytes;
+  let m = coveringScale(width, height, target);
+  while (m > 1 && need(m) > arenaShareBytes) m -= 1;
+  if (need(m) > arenaShareBytes) {
+    const limit = arenaShareBytes - scaled(width, 1) * scaled(height, 1) * 4 - libjpegOverheadBytes;
+    throw new ImageTooLargeError(
+      `The image is too large to convert: the ${formatMegabytes(bytes.length)} file exceeds the limit of ${formatMegabytes(Math.max(0, limit))} for a JPEG of ${width} × ${height} pixels.`,
+    );
+  }
+  const outWidth = scaled(width, m);
+  const outHeight = scaled(height, m);
+  const cmyk = header.components.length === 4;
+  const source = allocations.alloc(bytes.length);
+  heapBytes(current.turbo, source, bytes.length).set(bytes);
+  const destination = allocations.alloc(outWidth * outHeight * 4);
+  decompressInto(
+    current.turbo,
+    source,
+    bytes.length,
+    destination,
+    outWidth,
+    outHeight,
+    cmyk ? pixelFormat.cmyk : pixelFormat.rgba,
+  );
+  const pixels = heapBytes(current.turbo, destination, outWidth * outHeight * 4);
+  if (cmyk) {
+    const inverted = header.adobeTransform !== null;
+    for (let i = 0; i < pixels.length; i += 4) {
+      const k = pixels[i + 3] as number;
+      pixels[i] = Math.round(cmykChannel(pixels[i] as number, k, inverted));
+      pixels[i + 1] = Math.round(cmykChannel(pixels[i + 1] as number, k, inverted));
+      pixels[i + 2] = Math.round(cmykChannel(pixels[i + 2] as number, k, inverted));
+      pixels[i + 3] = 255;
+    }
+  }
+  // At the covering scale the target keeps the original's exact aspect; at a reduced one the scaled size is the limit.
+  const final = m === coveringScale(width, height, target) ? target : fitWithin(outWidth, outHeight, maxEdge, maxArea);
+  downscaleInPlace(pixels, outWidth, outHeight, final.width, final.height);
+  return { pointer: destination, ...final, sawTransparency: false };
+}
+
+/**
+ * Progressive JPEG: the pipeline's own decoder (progressive.ts), which stores only the coefficients an
+ * N/8-scale IDCT needs. Arena: that storage + the target RGBA. Large files get a smaller N before a refusal.
+ */
+function decodeProgressiveJpeg(
+  bytes: Uint8Array,
+  header: JpegHeader,
+  maxEdge: number,
+  maxArea: number,
+  current: Codecs,
+  allocations: Allocations,
+): Decoded {
+  const { width, height } = header;
+  refuseSourcePixels(width, height);
+  const target = fitWithin(width, height, maxEdge, maxArea);
+  const plan = (n: number) => ({
+    width,
+    height,
+    components: header.components,
+    n,
+    adobeTransform: header.adobeTransform,
+  });
+  const outputFor = (n: number) => {
+    const w = scaled(width, n);
+    const h = scaled(height, n);
+    return w >= target.width && h >= target.height ? target : fitWithin(w, h, w, w * h);
+  };
+  const need = (n: number) => {
+    const out = outputFor(n);
+    return progressiveStorageBytes(plan(n)) + out.width * out.height * 4 + libjpegOverheadBytes;
+  };
+  let n = coveringScale(width, height, target);
+  while (n > 1 && need(n) > arenaShareBytes) n -= 1;
+  if (need(n) > arenaShareBytes) {
+    const limit = Math.floor((width * height * arenaShareBytes) / need(1));
+    throw tooLarge(width, height, limit, "a progressive JPEG");
+  }
+  const storageSize = progressiveStorageBytes(plan(n));
+  const storage = allocations.alloc(storageSize);
+  const out = outputFor(n);
+  const pointer = allocations.alloc(out.width * out.height * 4);
+  const scaledWidth = scaled(width, n);
+  const scaledHeight = scaled(height, n);
+  const scaler = createRowDownscaler(
+    scaledWidth,
+    scaledHeight,
+    out.width,
+    out.height,
+    heapBytes(current.turbo, pointer, out.width * out.height * 4),
+  );
+  decodeProgressive(bytes, plan(n), heapBytes(current.turbo, storage, storageSize), (rgba) => scaler.push(rgba));
+  if (scaler.rowsPushed !== scaledHeight)
+    throw new UnconvertibleImageError("The JPEG image data ends before its last row.");
+  return { pointer, ...out, sawTransparency: false };
+}
+
+/** GIF: the first frame, composed onto a transparent canvas of the logical screen size, then reduced in place. */
+function decodeGif(
+  bytes: Uint8Array,
+  maxEdge: number,
+  maxArea: number,
+  turbo: JpegTurbo,
+  allocations: Allocations,
+): Decoded {
+  let reader: GifReader;
+  try {
+    reader = new GifReader(bytes);
+  } catch {
+    throw new UnconvertibleImageError("The GIF file cannot be read: its header is damaged.");
+  }
+  const { width, height } = reader;
+  if (reader.numFrames() < 1) throw new UnconvertibleImageError("The GIF file contains no image.");
+  if (reader.numFrames() > 1)
+    throw new UnconvertibleImageError("The GIF image is animated; animated images are not converted.");
+  if (width * height > maxFullSizePixels) throw tooLarge(width, height, maxFullSizePixels, "a GIF");
+  const pointer = allocations.alloc(width * height * 4);
+  const canvas = heapBytes(turbo, pointer, width * height * 4);
+  canvas.fill(0);
+  try {
+    reader.decodeAndBlitFrameRGBA(0, canvas);
+  } catch {
+    throw new UnconvertibleImageError("The GIF file is damaged: its image data cannot be decoded.");
+  }
+  return shrinkInArena(turbo, pointer, width, height, maxEdge, maxArea);
+}
+
+/** WebP: libwebp decodes at full size in its own instance (limited by its share); the arena gets the target. */
+async function decodeWebp(
+  bytes: Uint8Array,
+  width: number,
+  height: number,
+  maxEdge: number,
+  maxArea: number,
+  current: Codecs,
+  allocations: Allocations,
+): Promise<Decoded> {
+  const overhead = 256 * 1024;
+  if (bytes.length + width * height * 4 + overhead > webpDecoderShareBytes) {
+    const limit = Math.max(0, Math.floor((webpDecoderShareBytes - overhead - bytes.length) / 4));
+    throw tooLarge(width, height, limit, "a WebP image of this file size");
+  }
+  current.webp ??= createWebpDecoder(webpDecoderWasm);
+  const webp = current.webp;
+  // The file, then (4-byte aligned) the two output dimensions libwebp writes.
+  const sizeOffset = Math.ceil(bytes.length / 4) * 4;
+  const source = webp.exports.malloc(sizeOffset + 8);
+  if (source === 0) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+  let rgba = 0;
+  try {
+    heapBytes(webp, source, bytes.length).set(bytes);
+    rgba = webp.exports.WebPDecodeRGBA(source, bytes.length, source + sizeOffset, source + sizeOffset + 4);
+    if (rgba === 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
+    const size = new Uint32Array(webp.exports.memory.buffer, source + sizeOffset, 2);
+    if (size[0] !== width || size[1] !== height)
+      throw new UnconvertibleImageError("The WebP file's size does not match its header.");
+    return await streamRows(current.turbo, allocations, width, height, maxEdge, maxArea, (push) => {
+      const decoded = heapBytes(webp, rgba, width * height * 4);
+      for (let y = 0; y < height; y += 1) push(decoded.subarray(y * width * 4, (y + 1) * width * 4));
+    });
+  } finally {
+    if (rgba) webp.exports.free(rgba);
+    webp.exports.free(source);
+  }
+}

@@ -1,0 +1,51 @@
+import { UnconvertibleImageError } from "./errors";
+import { exifOrientation, type Orientation } from "./exif";
+
+/** What a WebP's RIFF chunks say, read without decoding. */
+export type WebpHeader = {
+  width: number;
+  height: number;
+  mayHaveAlpha: boolean;
+  animated: boolean;
+  orientation: Orientation;
+};
+
+const unreadable = (why: string) => new UnconvertibleImageError(`The WebP file cannot be read: ${why}.`);
+
+/** Reads the canvas size, alpha and animation flags and the EXIF orientation of a WebP file. */
+export function readWebpHeader(bytes: Uint8Array): WebpHeader {
+  const text = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (bytes.length < 30 || text(0) !== "RIFF" || text(8) !== "WEBP") throw unreadable("it does not start like a WebP");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let header: Omit<WebpHeader, "orientation"> | null = null;
+  let orientation: Orientation = 1;
+  let pos = 12;
+  while (pos + 8 <= bytes.length) {
+    const type = text(pos);
+    const size = view.getUint32(pos + 4, true);
+    const body = bytes.subarray(pos + 8, Math.min(bytes.length, pos + 8 + size));
+    if (type === "VP8X" && body.length >= 10) {
+      const flags = body[0] as number;
+      const width = 1 + ((body[4] as number) | ((body[5] as number) << 8) | ((body[6] as number) << 16));
+      const height = 1 + ((body[7] as number) | ((body[8] as number) << 8) | ((body[9] as number) << 16));
+      header = { width, height, mayHaveAlpha: (flags & 0x10) !== 0, animated: (flags & 0x02) !== 0 };
+    } else if (type === "VP8 " && !header && body.length >= 10) {
+      if (body[3] !== 0x9d || body[4] !== 0x01 || body[5] !== 0x2a) throw unreadable("its image header is invalid");
+      header = {
+        width: view.getUint16(pos + 8 + 6, true) & 0x3fff,
+        height: view.getUint16(pos + 8 + 8, true) & 0x3fff,
+        mayHaveAlpha: false,
+        animated: false,
+      };
+    } else if (type === "VP8L" && !header && body.length >= 5) {
+      if (body[0] !== 0x2f) throw unreadable("its image header is invalid");
+      const bits = view.getUint32(pos + 9, true);
+      header = { width: (bits & 0x3fff) + 1, height: ((bits >> 14) & 0x3fff) + 1, mayHaveAlpha: true, animated: false };
+    } else if (type === "EXIF") {
+      orientation = exifOrientation(body);
+    }
+    pos += 8 + size + (size & 1);
+  }
+  if (!header || header.width === 0 || header.height === 0) throw unreadable("it has no image header");
+  return { ...header, orientation };
+}
