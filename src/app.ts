@@ -15,6 +15,7 @@ import { mediaRoutes } from "./media/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 import { subscriptionRoutes } from "./subscriptions/routes";
+import { uploadRoutes } from "./uploads/routes";
 
 export const apiBasePath = "/api/v1";
 
@@ -38,6 +39,7 @@ function createApi() {
   api.route("/", productRoutes);
   api.route("/", customFieldRoutes);
   api.route("/", crossSellRoutes);
+  api.route("/", uploadRoutes);
   api.route("/", subscriptionRoutes);
   api.route("/_dev", devRoutes);
 

@@ -11,6 +11,7 @@ import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
 import { FixtureDocument } from "./fixture-schema";
 import { loadFixtures } from "./fixtures";
+import uploadPage from "./upload-page.html";
 
 /** Whether the development routes are switched on. */
 export function devFixturesEnabled(env: Env): boolean {
@@ -90,4 +91,5 @@ export const devRoutes = new Hono<AppEnv>()
   .get("/platform/calls", zValidator("query", z.object({ store_id: z.uuid() }), validationHook as never), async (c) => {
     const { store_id: storeId } = c.req.valid("query");
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
-  });
+  })
+  .get("/upload", (c) => c.html(uploadPage));

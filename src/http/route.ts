@@ -47,15 +47,16 @@ export const bearerErrors = [401, 403, 429] as const;
  */
 export function bearerRoute<const R extends RouteConfig>(
   config: R & {
-    guard: GuardOptions /** Route-specific checks between the guard and path ids (e.g. a limit). */;
-    then?: MiddlewareHandler<AppEnv>[];
+    guard: GuardOptions;
+    /** Route-specific checks between the guard and path ids (e.g. the store's complete limit). */
+    afterGuard?: MiddlewareHandler<AppEnv>[];
   },
 ) {
-  const { guard: guardOptions, then = [], ...route } = config;
+  const { guard: guardOptions, afterGuard = [], ...route } = config;
   return createRoute({
     ...route,
     security: [{ bearerAuth: [] }],
-    middleware: [guard(guardOptions), ...then, ...paramsMiddleware(route)] as const,
+    middleware: [guard(guardOptions), ...afterGuard, ...paramsMiddleware(route)] as const,
   });
 }
 

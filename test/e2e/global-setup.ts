@@ -1,4 +1,5 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -8,19 +9,41 @@ import { freePort, loadFixture, startDevServer } from "../../scripts/dev-server.
 declare module "vitest" {
   export interface ProvidedContext {
     baseUrl: string;
+    /** The development upload page, served from another origin than the API. */
+    uploadPageUrl: string;
   }
+}
+
+/** Serves the upload page on its own port, so the browser test crosses origins like a real shop. */
+async function servePage(port: number): Promise<Server> {
+  const html = await readFile(new URL("../../src/dev/upload-page.html", import.meta.url), "utf8");
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+    response.end(html);
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return server;
 }
 
 /** Starts `wrangler dev` on a free port with a throwaway persist directory and the demo fixture. */
 export default async function setup(project: TestProject) {
   const persistTo = await mkdtemp(join(tmpdir(), "checkout-e2e-"));
-  const port = await freePort();
-  const server = await startDevServer({ port, persistTo, stdio: ["ignore", "ignore", "inherit"] });
+  const pagePort = await freePort();
+  const pageOrigin = `http://127.0.0.1:${pagePort}`;
+  const page = await servePage(pagePort);
+  const server = await startDevServer({
+    port: await freePort(),
+    persistTo,
+    extraArgs: ["--var", `CORS_ORIGINS:${pageOrigin}`],
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
   await loadFixture(server.url, demo);
   project.provide("baseUrl", server.url);
+  project.provide("uploadPageUrl", pageOrigin);
   return async () => {
     await server.stop();
+    await new Promise((resolve) => page.close(resolve));
     await rm(persistTo, { recursive: true, force: true });
   };
 }

@@ -1,0 +1,339 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { eq } from "drizzle-orm";
+import type { Context, MiddlewareHandler } from "hono";
+import { stores } from "../db/schema";
+import { type AppEnv, numberVar } from "../env";
+import { sha256Hex } from "../http/auth";
+import { ApiError, messages, validationError } from "../http/errors";
+import { consumeLimit, rateLimitHeaders, tooManyRequests } from "../http/rate-limit";
+import { bearerErrors, bearerRoute, errorResponses, openRoute } from "../http/route";
+import { validationHook } from "../http/validate";
+import { hostUpload } from "./hosting";
+import { stagedKey } from "./keys";
+import { refusalMessage, uploadMessages } from "./messages";
+import { isHeifMediaType, isSvgMediaType } from "./sniff";
+import type { Outcome } from "./store-coordinator";
+import type { HostedFile } from "./upload-state";
+
+const UploadParams = z.object({
+  id: z
+    .uuid({ error: messages.invalidUploadId })
+    .openapi({ param: { name: "id", in: "path" }, description: "Upload id" }),
+});
+
+const PrepareBody = z
+  .object({
+    filename: z.string().min(1).max(255).openapi({ description: "Original filename including extension" }),
+    content_type: z
+      .string()
+      .max(255)
+      .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, "The content type must be a media type such as image/jpeg.")
+      .openapi({ description: "Media type; the PUT must send the same value" }),
+    size: z.number().int().min(1).openapi({ description: "Exact size in bytes, 1..the store upload limit" }),
+    type: z
+      .enum(["image", "file"])
+      .default("image")
+      .openapi({ description: "`image` (photo or video) or `file` (private download)" }),
+  })
+  .openapi("PrepareUpload");
+
+const Reservation = z
+  .object({
+    id: z.uuid(),
+    expires_at: z.string(),
+    upload_request: z.object({
+      method: z.literal("PUT"),
+      url: z.string(),
+      headers: z.object({ "X-Upload-Token": z.string(), "Content-Type": z.string(), "Content-Length": z.string() }),
+    }),
+  })
+  .openapi("UploadReservation");
+
+const HostedFileSchema = z
+  .object({ name: z.string(), file_url: z.string(), type: z.enum(["image", "video", "file"]) })
+  .openapi("HostedFile");
+
+const UploadStatus = z
+  .object({
+    id: z.uuid(),
+    state: z.enum(["reserved", "stored", "completed"]),
+    expires_at: z.string(),
+    result: HostedFileSchema.nullable(),
+  })
+  .openapi("UploadStatus");
+
+/** The per-store Durable Object that owns a store's uploads. */
+export function storeCoordinator(env: Env, storeId: string) {
+  return env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
+}
+
+/** Upload tokens name their store, so the byte PUT finds it without a bearer token; only the hash is kept. */
+function newUploadToken(storeId: string): string {
+  const secret = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+  return `ut1.${storeId}.${secret}`;
+}
+
+function storeOfToken(token: string): string | null {
+  const match = /^ut1\.([0-9a-f-]{36})\.[\w-]{43}$/.exec(token);
+  return match?.[1] ?? null;
+}
+
+function mediaBaseUrl(c: Context<AppEnv>): string {
+  return (c.env.MEDIA_BASE_URL || `${new URL(c.req.url).origin}/media`).replace(/\/+$/, "");
+}
+
+/** The upload of a transition that went through; throws the refusal of one that did not. */
+function unwrap<T>(outcome: Outcome<T>, uploadId: string): T {
+  if (outcome.ok) return outcome.upload;
+  throw new ApiError(outcome.refusal.status, refusalMessage(uploadId, outcome.refusal));
+}
+
+function uploadNotFound(uploadId: string): ApiError {
+  return new ApiError(404, refusalMessage(uploadId, { reason: "not_found" }));
+}
+
+/** The byte PUT's own limit: every attempt of a client IP counts, so tokens cannot be guessed fast. */
+const putLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const ip = c.req.header("CF-Connecting-IP") ?? "unknown";
+  const verdict = await consumeLimit(c.env.RATE_LIMITER, `put:${ip}`, numberVar(c.env.PUT_LIMIT_PER_MINUTE, 20));
+  for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
+  if (!verdict.allowed) throw tooManyRequests(verdict);
+  await next();
+};
+
+const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!c.req.header("X-Upload-Token")) throw new ApiError(401, uploadMessages.tokenRequired);
+  await next();
+};
+
+/** The store's complete limit, counted by its coordinator after the guard's general limit. */
+const completeLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const storeId = c.var.caller.storeId as string;
+  const verdict = await storeCoordinator(c.env, storeId).consumeCompleteLimit(
+    numberVar(c.env.COMPLETE_LIMIT_PER_MINUTE, 60),
+  );
+  for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
+  if (!verdict.allowed) throw tooManyRequests(verdict);
+  await next();
+};
+
+/** Counts the bytes that pass, so a failed store can tell a wrong-length body from a storage error. */
+function byteCounter() {
+  const counted = { bytes: 0 };
+  const stream = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      counted.bytes += chunk.byteLength;
+      controller.enqueue(chunk);
+    },
+  });
+  return { stream, counted };
+}
+
+const mediaWrite = { ability: "media:write", store: "required" } as const;
+
+/** Hosted media uploads: prepare, byte PUT, complete, and the upload's state. */
+export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(
+    bearerRoute({
+      method: "post",
+      path: "/media-uploads",
+      summary: "Reserve an upload",
+      description:
+        "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`.",
+      tags: ["Media uploads"],
+      guard: mediaWrite,
+      request: { body: { required: true, content: { "application/json": { schema: PrepareBody } } } },
+      responses: {
+        201: { description: "The reservation", content: { "application/json": { schema: Reservation } } },
+        ...errorResponses(400, ...bearerErrors, 413, 422),
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const storeId = c.var.caller.storeId as string;
+      if (isHeifMediaType(body.content_type)) {
+        throw new ApiError(422, uploadMessages.heif, { content_type: [uploadMessages.heif] });
+      }
+      if (body.type === "image" && isSvgMediaType(body.content_type)) {
+        throw validationError({ content_type: [uploadMessages.svgAsImage] });
+      }
+      const store = await c.var.db.query.stores.findFirst({ where: eq(stores.id, storeId) });
+      const limit = store?.uploadLimitBytes ?? numberVar(c.env.DEFAULT_UPLOAD_LIMIT_BYTES, 100_000_000);
+      if (body.size > limit) throw validationError({ size: [uploadMessages.size(limit)] });
+
+      const id = crypto.randomUUID();
+      const token = newUploadToken(storeId);
+      const expiresAt = Date.now() + numberVar(c.env.UPLOAD_TTL_SECONDS, 900) * 1000;
+      await storeCoordinator(c.env, storeId).reserve(storeId, {
+        id,
+        tokenHash: await sha256Hex(token),
+        filename: body.filename,
+        contentType: body.content_type,
+        size: body.size,
+        type: body.type,
+        expiresAt,
+      });
+      return c.json(
+        {
+          id,
+          expires_at: new Date(expiresAt).toISOString(),
+          upload_request: {
+            method: "PUT" as const,
+            url: `${new URL(c.req.url).origin}/api/v1/media-uploads/${id}`,
+            headers: {
+              "X-Upload-Token": token,
+              "Content-Type": body.content_type,
+              "Content-Length": String(body.size),
+            },
+          },
+        },
+        201,
+      );
+    },
+  )
+  .openapi(
+    openRoute({
+      method: "put",
+      path: "/media-uploads/{id}",
+      summary: "Upload the bytes",
+      description:
+        "No `Authorization`: the `X-Upload-Token` from prepare authorizes this one upload. Send the headers exactly as prepare returned them; the body is the raw file. Checks: 429 (20 PUTs per minute per client IP) → 401 no token → 400 malformed id → 404 (unknown, wrong token, expired) → 409 (already stored, or being stored) → 422 (Content-Type or Content-Length differ). Any origin may call it from a browser.",
+      tags: ["Media uploads"],
+      checks: [putLimit, requireUploadToken],
+      request: {
+        params: UploadParams,
+        body: {
+          required: true,
+          content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        },
+      },
+      parameters: [
+        { name: "X-Upload-Token", in: "header", required: true, schema: { type: "string" } },
+        { name: "Content-Type", in: "header", required: true, schema: { type: "string" } },
+        { name: "Content-Length", in: "header", required: true, schema: { type: "string" } },
+      ],
+      responses: {
+        204: { description: "Stored" },
+        ...errorResponses(400, 401, 404, 409, 422, 429),
+        503: {
+          description: "Storage failed; the upload is still reserved",
+          content: { "application/json": { schema: z.object({ message: z.string() }) } },
+        },
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const token = c.req.header("X-Upload-Token") as string;
+      const storeId = storeOfToken(token);
+      if (!storeId) throw uploadNotFound(id);
+      const coordinator = storeCoordinator(c.env, storeId);
+      const lengthHeader = c.req.header("Content-Length");
+      const upload = unwrap(
+        await coordinator.beginPut(id, {
+          tokenHash: await sha256Hex(token),
+          contentType: c.req.header("Content-Type"),
+          contentLength: lengthHeader && /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : undefined,
+        }),
+        id,
+      );
+      // The declared size is known, so the body streams into R2 without ever being held in memory.
+      const key = stagedKey(storeId, id);
+      const { stream, counted } = byteCounter();
+      try {
+        if (!c.req.raw.body) throw new Error("empty body");
+        await c.env.BUCKET.put(
+          key,
+          c.req.raw.body.pipeThrough(stream).pipeThrough(new FixedLengthStream(upload.size)),
+          { httpMetadata: { contentType: upload.contentType } },
+        );
+      } catch (error) {
+        await c.env.BUCKET.delete(key).catch(() => {});
+        await coordinator.finishPut(id, false);
+        if (counted.bytes !== upload.size) throw new ApiError(400, uploadMessages.bodyLength);
+        console.error(
+          JSON.stringify({
+            level: "error",
+            message: "upload: storing bytes failed",
+            request_id: c.get("requestId"),
+            upload_id: id,
+            error: String(error),
+          }),
+        );
+        throw new ApiError(503, uploadMessages.storageFailed);
+      }
+      const finished = await coordinator.finishPut(id, true);
+      if (!finished.ok) {
+        // The reservation lapsed while the bytes streamed in: keep nothing of it.
+        await c.env.BUCKET.delete(key);
+      }
+      unwrap(finished, id);
+      return c.body(null, 204);
+    },
+  )
+  .openapi(
+    bearerRoute({
+      method: "post",
+      path: "/media-uploads/{id}/complete",
+      summary: "Complete an upload",
+      description:
+        "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422.",
+      tags: ["Media uploads"],
+      guard: mediaWrite,
+      afterGuard: [completeLimit],
+      request: { params: UploadParams },
+      responses: {
+        201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
+        ...errorResponses(400, ...bearerErrors, 404, 409, 410, 422),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const storeId = c.var.caller.storeId as string;
+      const coordinator = storeCoordinator(c.env, storeId);
+      const upload = unwrap(await coordinator.beginComplete(id), id);
+      let outcome: Awaited<ReturnType<typeof hostUpload>>;
+      try {
+        outcome = await hostUpload(
+          {
+            bucket: c.env.BUCKET,
+            maxImageEdge: numberVar(c.env.MAX_IMAGE_EDGE, 2560),
+            mediaBaseUrl: mediaBaseUrl(c),
+            origin: new URL(c.req.url).origin,
+          },
+          storeId,
+          upload,
+        );
+      } catch (error) {
+        await coordinator.abandonComplete(id);
+        throw error;
+      }
+      const finished = unwrap(await coordinator.finishComplete(id, outcome), id);
+      if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
+      return c.json(finished.result as HostedFile, 201);
+    },
+  )
+  .openapi(
+    bearerRoute({
+      method: "get",
+      path: "/media-uploads/{id}",
+      summary: "Read an upload's state",
+      description:
+        "The upload's state and, once completed, its hosted file result, so a client can recover after a lost response. Expired uploads are not found.",
+      tags: ["Media uploads"],
+      guard: mediaWrite,
+      request: { params: UploadParams },
+      responses: {
+        200: { description: "The upload", content: { "application/json": { schema: UploadStatus } } },
+        ...errorResponses(400, ...bearerErrors, 404),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const view = await storeCoordinator(c.env, c.var.caller.storeId as string).view(id);
+      if (!view) throw uploadNotFound(id);
+      return c.json(view, 200);
+    },
+  );

@@ -1,0 +1,73 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { png } from "../support/media-bytes";
+
+const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+// CI installs Chromium and sets REQUIRE_BROWSER so a missing browser fails there instead of skipping.
+const browserAvailable = existsSync(chromiumPath) || process.env.REQUIRE_BROWSER === "1";
+
+const baseUrl = inject("baseUrl");
+const pageUrl = inject("uploadPageUrl");
+const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
+
+describe.skipIf(!browserAvailable)("uploading from a browser on another origin (headless Chromium)", () => {
+  let browser: Browser;
+
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("prepares, PUTs with progress across origins (CORS preflight), completes and shows the WebP", async () => {
+    const page = await browser.newPage();
+    const puts: { status: number; origin: string; token: boolean }[] = [];
+    page.on("response", async (response) => {
+      const request = response.request();
+      if (request.method() !== "PUT") return;
+      const headers = await request.allHeaders();
+      puts.push({
+        status: response.status(),
+        origin: new URL(request.url()).origin,
+        token: "x-upload-token" in headers,
+      });
+    });
+    const query = new URLSearchParams({
+      api: `${baseUrl}/api/v1`,
+      token: demo.tokens[0].token,
+      store: demo.stores[0].id,
+    });
+    await page.goto(`${pageUrl}/?${query}`);
+
+    const photo = Buffer.from(await png(640, 480));
+    await page.setInputFiles("#file", { name: "zdjęcie.png", mimeType: "image/png", buffer: photo });
+    await page.click("#submit");
+
+    const image = page.locator("#hosted-image");
+    await image.waitFor({ state: "visible", timeout: 20_000 });
+    const src = await image.getAttribute("src");
+    expect(src).toMatch(new RegExp(`^${baseUrl}/media/${demo.stores[0].id}/[0-9a-f-]{36}\\.webp$`));
+    // Evaluated in the page; written as strings because this file is typed for Node, not the DOM.
+    await page.waitForFunction(
+      'document.getElementById("hosted-image")?.complete && document.getElementById("hosted-image").naturalWidth > 0',
+    );
+    const size = await page.evaluate(
+      '[document.getElementById("hosted-image").naturalWidth, document.getElementById("hosted-image").naturalHeight]',
+    );
+    expect(size).toEqual([640, 480]);
+    expect(await page.evaluate('document.getElementById("progress").value')).toBe(100);
+    expect(await page.locator("#status").textContent()).toBe("Hosted: zdjęcie.png");
+    // A cross-origin PUT with X-Upload-Token is not a simple request: the browser sends it only after
+    // the API's preflight allowed it, so its 204 proves the preflight was exercised and answered.
+    expect(new URL(pageUrl).origin).not.toBe(new URL(baseUrl).origin);
+    expect(puts).toEqual([{ status: 204, origin: new URL(baseUrl).origin, token: true }]);
+    await page.close();
+  });
+});
