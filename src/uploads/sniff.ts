@@ -1,4 +1,5 @@
 import { fileTypeFromBuffer } from "file-type";
+import { isAnimated } from "./convert";
 
 /** What the bytes are, as far as hosting is concerned. */
 export type Sniffed =
@@ -38,47 +39,6 @@ function looksLikeSvg(head: Uint8Array): boolean {
   return /^\s*(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*|<!DOCTYPE[^>]*>\s*)*<svg[\s>]/i.test(text);
 }
 
-/** Whether a GIF has more than one image: walks its blocks rather than trusting any header flag. */
-export function gifFrameCount(bytes: Uint8Array, stopAt = 2): number {
-  if (bytes.length < 13) return 0;
-  let offset = 13;
-  const flags = bytes[10] ?? 0;
-  if (flags & 0x80) offset += 3 * 2 ** ((flags & 0x07) + 1);
-  let frames = 0;
-  const skipSubBlocks = () => {
-    while (offset < bytes.length) {
-      const size = bytes[offset] ?? 0;
-      offset += 1;
-      if (size === 0) return;
-      offset += size;
-    }
-  };
-  while (offset < bytes.length) {
-    const introducer = bytes[offset];
-    if (introducer === 0x2c) {
-      frames += 1;
-      if (frames >= stopAt) return frames;
-      const imageFlags = bytes[offset + 9] ?? 0;
-      offset += 10;
-      if (imageFlags & 0x80) offset += 3 * 2 ** ((imageFlags & 0x07) + 1);
-      offset += 1; // LZW minimum code size
-      skipSubBlocks();
-    } else if (introducer === 0x21) {
-      offset += 2;
-      skipSubBlocks();
-    } else {
-      break; // 0x3b trailer, or bytes that are not a GIF block
-    }
-  }
-  return frames;
-}
-
-/** Whether a WebP is animated: the VP8X header's animation flag. */
-export function isAnimatedWebp(bytes: Uint8Array): boolean {
-  const chunk = new TextDecoder().decode(bytes.subarray(12, 16));
-  return chunk === "VP8X" && ((bytes[20] ?? 0) & 0x02) !== 0;
-}
-
 /**
  * Sniffs the kind of bytes from their content, never from a name or declared type. `head` is the
  * start of the file; `whole` reads everything, needed only to count GIF frames.
@@ -91,8 +51,8 @@ export async function sniff(head: Uint8Array, whole: () => Promise<Uint8Array>):
   if (heifMimes.has(mime)) return { kind: "heif" };
   if (videoMimes.has(mime)) return { kind: "video", mime, ext };
   if (mime === "image/apng") return { kind: "animated", mime: "image/apng", ext: "png" };
-  if (mime === "image/webp" && isAnimatedWebp(head)) return { kind: "animated", mime, ext };
-  if (mime === "image/gif" && gifFrameCount(await whole()) > 1) return { kind: "animated", mime, ext };
+  if (mime === "image/webp" && isAnimated(head, "webp")) return { kind: "animated", mime, ext };
+  if (mime === "image/gif" && isAnimated(await whole(), "gif")) return { kind: "animated", mime, ext };
   if (mime in stillFormats) {
     return { kind: "still", format: stillFormats[mime as keyof typeof stillFormats], mime, ext };
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gifFrameCount, sniff } from "../../src/uploads/sniff";
+import { sniff } from "../../src/uploads/sniff";
 import { gif, isoMedia, oggTheora, pdf, plainText, png, svg, webm, zip } from "../support/media-bytes";
 
 const sniffed = (bytes: Uint8Array) => sniff(bytes, async () => bytes);
@@ -19,8 +19,6 @@ describe("sniffing from the bytes", () => {
   });
 
   it("tells single-frame GIFs (still) from animated ones", async () => {
-    expect(gifFrameCount(gif(1))).toBe(1);
-    expect(gifFrameCount(gif(3))).toBe(2);
     expect(await sniffed(gif(1))).toMatchObject({ kind: "still", format: "gif" });
     expect(await sniffed(gif(2))).toMatchObject({ kind: "animated", mime: "image/gif", ext: "gif" });
   });
