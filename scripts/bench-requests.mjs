@@ -1,0 +1,186 @@
+// Item 1 of `npm run bench`: request overhead through `wrangler dev`.
+//
+// Loads GET /products/{id}/cross-sells (one page of 25) and GET /subscriptions (no filter, 500 in the
+// store) with autocannon, beside GET /_dev/ping, the cheapest route of the same Worker (no token, no D1,
+// no Durable Object): on this machine, the ceiling of the runtime and of wrangler's dev proxy. The three
+// routes take turns within each round, so a ratio compares figures measured seconds apart and the
+// machine's noise (a shared 2-vCPU VM) mostly cancels. Unloaded latency is measured separately with
+// one request at a time (autocannon's histogram has 1 ms resolution, too coarse for a single request).
+//
+//   npm run bench:requests     this part alone; rewrites its block of docs/benchmarks.md
+import autocannon from "autocannon";
+import {
+  BENCH_STORE,
+  BENCH_TOKEN,
+  benchFixture,
+  benchIds,
+  benchSizes,
+  call,
+  countingEntry,
+  installWatchdog,
+  isMain,
+  log,
+  machineFacts,
+  machineLine,
+  num,
+  percentile,
+  spread,
+  stats,
+  table,
+  times,
+  withBenchServer,
+  writeBlock,
+} from "./bench-lib.mjs";
+
+/** Rounds of the three routes; the median round is reported, min–max is the spread. */
+const ROUNDS = 3;
+/** autocannon connections: enough to keep both the proxy and the Worker busy on two cores. */
+const CONNECTIONS = 10;
+const LOAD_SECONDS = 5;
+const WARMUP_SECONDS = 2;
+/** Sequential requests per route and round for the unloaded latency. */
+const SEQUENTIAL = 150;
+
+export const routes = [
+  { name: "ping (ceiling)", path: "/_dev/ping", status: 204, ceiling: true },
+  {
+    name: `cross-sells (${benchSizes.crossSells} items)`,
+    path: `/products/${benchIds.crossSellProduct}/cross-sells`,
+    status: 200,
+  },
+  { name: `subscriptions (no filter, ${benchSizes.subscriptions} in the store)`, path: "/subscriptions", status: 200 },
+];
+
+const headers = { Authorization: `Bearer ${BENCH_TOKEN}`, "X-Service-Store": BENCH_STORE };
+
+async function load(server, route, seconds) {
+  const result = await autocannon({
+    url: `${server.url}/api/v1${route.path}`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers,
+  });
+  const answered = result["2xx"];
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0 || answered === 0) {
+    throw new Error(
+      `${route.name}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`,
+    );
+  }
+  return { rps: answered / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+/** One request at a time over a kept-alive connection: what a single client waits. */
+async function sequential(server, route) {
+  const url = `${server.url}/api/v1${route.path}`;
+  const samples = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    const start = performance.now();
+    const response = await fetch(url, { headers });
+    await response.arrayBuffer();
+    samples.push(performance.now() - start);
+    if (response.status !== route.status) throw new Error(`${route.name}: ${response.status}`);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+/** Measures every route ROUNDS times, the order rotating per round; returns per-route stats and ratios. */
+export async function measureRequests(server) {
+  for (const route of routes) await load(server, route, WARMUP_SECONDS);
+  const rounds = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const figures = new Map();
+    for (let k = 0; k < routes.length; k++) {
+      const route = routes[(round + k) % routes.length];
+      const loaded = await load(server, route, LOAD_SECONDS);
+      const alone = await sequential(server, route);
+      figures.set(route, { ...loaded, alone });
+      log(
+        `  round ${round + 1} ${route.name}: ${num(loaded.rps)} req/s, p50 ${loaded.p50} ms, p99 ${loaded.p99} ms; alone p50 ${num(alone.p50)} ms`,
+      );
+    }
+    rounds.push(figures);
+  }
+  const ceiling = routes.find((route) => route.ceiling);
+  return routes.map((route) => {
+    const of = (pick) => stats(rounds.map((figures) => pick(figures.get(route), figures.get(ceiling))));
+    return {
+      route,
+      rps: of((r) => r.rps),
+      p50: of((r) => r.p50),
+      p99: of((r) => r.p99),
+      aloneP50: of((r) => r.alone.p50),
+      aloneP99: of((r) => r.alone.p99),
+      // Ratios within a round: both figures were measured seconds apart under the same machine state.
+      throughputShare: of((r, c) => r.rps / c.rps),
+      aloneRatio: of((r, c) => r.alone.p50 / c.alone.p50),
+    };
+  });
+}
+
+/** D1 statements and round trips of one request of each route, on the counting Worker (bench-worker.ts). */
+export async function countRequests(countingServer) {
+  const counts = {};
+  for (const route of routes) {
+    const { response } = await call(countingServer, "GET", route.path, { expected: route.status });
+    counts[route.path] = {
+      statements: Number(response.headers.get("X-Bench-D1-Statements")),
+      trips: response.headers.get("X-Bench-D1-Round-Trips") || "",
+    };
+  }
+  return counts;
+}
+
+function tripsText(count) {
+  if (!count) return "–";
+  const trips = count.trips ? count.trips.split(" ").length : 0;
+  return `${count.statements} in ${trips}`;
+}
+
+/** autocannon's latency histogram counts whole milliseconds. */
+const wholeMs = (value) => String(Math.round(value));
+
+export function requestsSection(results, counts, facts) {
+  return [
+    `Measured ${machineLine(facts)}.`,
+    "",
+    `Method: \`wrangler dev\` on 127.0.0.1 with \`--var API_LIMIT_PER_MINUTE:1000000000\` (the general limit of 600 calls per minute per token would otherwise refuse the load; the rate-limit Durable Object is still called on every bearer request). Load: autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per route and round after a ${WARMUP_SECONDS} s warm-up, ${ROUNDS} rounds with the routes taking turns. Alone: ${SEQUENTIAL} sequential requests per route and round, one connection. Figures: median of the ${ROUNDS} rounds (min–max). Ratios are taken within each round, then the median. Latencies in ms.`,
+    "",
+    table(
+      [
+        "Route",
+        "Req/s",
+        "p50 under load",
+        "p99 under load",
+        "p50 alone",
+        "p99 alone",
+        "Throughput vs ping",
+        "p50 alone vs ping",
+        "D1 statements in round trips",
+      ],
+      [1, 2, 3, 4, 5, 6, 7, 8],
+      results.map((r) => [
+        `${r.route.name} \`GET ${r.route.path.replace(benchIds.crossSellProduct, "{id}")}\``,
+        spread(r.rps),
+        spread(r.p50, wholeMs),
+        spread(r.p99, wholeMs),
+        spread(r.aloneP50),
+        spread(r.aloneP99),
+        r.route.ceiling ? "1" : spread(r.throughputShare, (v) => `${Math.round(v * 100)} %`),
+        r.route.ceiling ? "1" : spread(r.aloneRatio, times),
+        tripsText(counts?.[r.route.path]),
+      ]),
+    ),
+  ].join("\n");
+}
+
+export const requestsHeading = "## 1. Request overhead";
+
+if (isMain(import.meta.url)) {
+  installWatchdog(5 * 60_000);
+  const facts = await machineFacts();
+  const results = await withBenchServer({ fixture: benchFixture() }, measureRequests);
+  const counts = await withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countRequests);
+  await writeBlock("bench-requests", requestsHeading, requestsSection(results, counts, facts));
+  log("wrote docs/benchmarks.md (request overhead)");
+}

@@ -1,0 +1,112 @@
+// A Worker entry for `npm run bench` only (`wrangler dev scripts/bench-worker.ts`), never deployed. It is
+// the project's own Worker, unchanged, plus two things the benchmarks need and the app must not have:
+//
+// - its D1 binding wrapped so that every response says how many SQL statements the request ran and in
+//   how many round trips (headers X-Bench-D1-Statements, X-Bench-D1-Round-Trips). That makes "D1
+//   statements per publish" a measurement of the real code path in workerd, not a count read off the code;
+// - PUT /_bench/stream/{discard,r2,r2-transform}: the steps of the upload PUT taken one at a time (read the
+//   body and drop it; stream it into R2 through a FixedLengthStream; the same through a JS TransformStream
+//   first, as the PUT's byte counter did until this measurement had it removed), so the report can say
+//   where an upload's time and memory go.
+import worker from "../src/index";
+
+export { RateLimiter, StoreCoordinator } from "../src/index";
+
+/** Statements per D1 round trip of one request, in call order: 1 for a single statement, n for a batch. */
+type Trips = number[];
+
+/** A prepared statement that records a round trip of one statement whenever it is executed. */
+class CountingStatement {
+  constructor(
+    readonly inner: D1PreparedStatement,
+    private readonly trips: Trips,
+  ) {}
+
+  bind(...values: unknown[]): CountingStatement {
+    return new CountingStatement(this.inner.bind(...values), this.trips);
+  }
+
+  first(column?: string) {
+    this.trips.push(1);
+    return column === undefined ? this.inner.first() : this.inner.first(column);
+  }
+
+  run() {
+    this.trips.push(1);
+    return this.inner.run();
+  }
+
+  all() {
+    this.trips.push(1);
+    return this.inner.all();
+  }
+
+  raw(options?: { columnNames?: boolean }) {
+    this.trips.push(1);
+    // D1's overloads differ only in the tuple shape of the first row; the call is the same.
+    return this.inner.raw(options as { columnNames: true });
+  }
+}
+
+function countingD1(inner: D1Database, trips: Trips): D1Database {
+  const counting = {
+    prepare: (query: string) => new CountingStatement(inner.prepare(query), trips),
+    batch(statements: CountingStatement[]) {
+      // One round trip, however many statements: D1 runs a batch as one transaction.
+      trips.push(statements.length);
+      return inner.batch(statements.map((statement) => statement.inner));
+    },
+    exec(query: string) {
+      trips.push(query.split(";").filter((part) => part.trim()).length);
+      return inner.exec(query);
+    },
+    dump: () => inner.dump(),
+    withSession: () => {
+      throw new Error("the bench D1 counter does not support sessions");
+    },
+  };
+  return counting as unknown as D1Database;
+}
+
+/** The steps of the upload PUT, one at a time (see the top of the file). */
+async function streamStep(step: string, request: Request, env: Env): Promise<Response> {
+  const body = request.body;
+  const length = Number(request.headers.get("Content-Length"));
+  if (!body || !Number.isSafeInteger(length)) return new Response("a body with a Content-Length", { status: 400 });
+  const key = `bench/stream/${crypto.randomUUID()}`;
+  if (step === "discard") {
+    const reader = body.getReader();
+    for (;;) if ((await reader.read()).done) break;
+  } else if (step === "r2") {
+    await env.BUCKET.put(key, body.pipeThrough(new FixedLengthStream(length)));
+  } else if (step === "r2-transform") {
+    let bytes = 0;
+    const counter = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        bytes += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    await env.BUCKET.put(key, body.pipeThrough(counter).pipeThrough(new FixedLengthStream(length)));
+    if (bytes !== length) return new Response("short body", { status: 400 });
+  } else {
+    return new Response("unknown step", { status: 404 });
+  }
+  // The object is left in the throwaway bucket: deleting it would add time the app's PUT does not spend.
+  return new Response(null, { status: 204 });
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    if (request.method === "PUT" && url.pathname.startsWith("/_bench/stream/")) {
+      return streamStep(url.pathname.slice("/_bench/stream/".length), request, env);
+    }
+    const trips: Trips = [];
+    const response = await worker.fetch(request, { ...env, DB: countingD1(env.DB, trips) }, ctx);
+    const counted = new Response(response.body, response);
+    counted.headers.set("X-Bench-D1-Statements", String(trips.reduce((sum, n) => sum + n, 0)));
+    counted.headers.set("X-Bench-D1-Round-Trips", trips.join(" "));
+    return counted;
+  },
+} satisfies ExportedHandler<Env>;
