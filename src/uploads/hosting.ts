@@ -1,4 +1,4 @@
-import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "./convert";
+import { convertToWebp, type ImageInput, ImageTooLargeError, UnconvertibleImageError } from "./convert";
 import { mediaKey, privateFileKey, stagedKey } from "./keys";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "./sniff";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "./upload-state";
@@ -113,10 +113,18 @@ async function hostAsMedia(
       };
     }
     case "still": {
-      const original = await readStaged(deps.bucket, stagedKey(storeId, upload.id));
+      const key = stagedKey(storeId, upload.id);
+      const staged: ImageInput = {
+        size: upload.size,
+        open: async () => {
+          const object = await deps.bucket.get(key);
+          if (!object) throw new Error(`staged bytes missing at ${key}`);
+          return object.body;
+        },
+      };
       let converted: Awaited<ReturnType<typeof convertToWebp>>;
       try {
-        converted = await convertToWebp(original, sniffed.format, { maxEdge: deps.maxImageEdge });
+        converted = await convertToWebp(staged, sniffed.format, { maxEdge: deps.maxImageEdge });
       } catch (error) {
         if (error instanceof ImageTooLargeError) return { unhostable: error.message };
         if (error instanceof UnconvertibleImageError) return { unhostable: hostingMessages.corrupt(error.message) };

@@ -34,7 +34,18 @@ export default async function setup(project: TestProject) {
   const server = await startDevServer({
     port: await freePort(),
     persistTo,
-    extraArgs: ["--var", `CORS_ORIGINS:${pageOrigin}`],
+    // The load test of concurrent completes makes more calls a minute than the default limits allow; the
+    // limits themselves are tested inside workerd (test/http/rate-limit.test.ts, test/uploads).
+    extraArgs: [
+      "--var",
+      `CORS_ORIGINS:${pageOrigin}`,
+      "--var",
+      "COMPLETE_LIMIT_PER_MINUTE:100000",
+      "--var",
+      "PUT_LIMIT_PER_MINUTE:100000",
+      "--var",
+      "API_LIMIT_PER_MINUTE:100000",
+    ],
     stdio: ["ignore", "ignore", "inherit"],
   });
   const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));

@@ -1,12 +1,13 @@
+import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 
 /** A BMP's header as the row reader needs it. */
 export type BmpHeader = {
   width: number;
   height: number;
+  /** Rows are stored top row first (else bottom row first, the usual BMP order). */
   topDown: boolean;
   bitsPerPixel: number;
-  pixelOffset: number;
   stride: number;
   palette: Uint8Array | null;
   paletteEntrySize: number;
@@ -16,29 +17,44 @@ export type BmpHeader = {
 
 const unreadable = (why: string) => new UnconvertibleImageError(`The BMP file cannot be read: ${why}.`);
 
-/** Reads the file and info headers: Windows 3.x–5 and OS/2 1.x; uncompressed or bit-field pixels. */
-export function readBmpHeader(bytes: Uint8Array): BmpHeader {
-  if (bytes.length < 26 || bytes[0] !== 0x42 || bytes[1] !== 0x4d) throw unreadable("it does not start like a BMP");
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const pixelOffset = view.getUint32(10, true);
-  const infoSize = view.getUint32(14, true);
+/** The error of a file that ends before its last row. */
+export const truncatedBmp = () =>
+  new UnconvertibleImageError("The BMP file is incomplete: it ends before its last row. Please upload it again.");
+
+/** Info headers this reader knows: OS/2 1.x (12), Windows 3.x (40), V2–V5 (52, 56, 108, 124). */
+const knownInfoSizes = [12, 40, 52, 56, 64, 108, 124];
+
+/**
+ * Reads the file and info headers (Windows 3.x–5 and OS/2 1.x; uncompressed or bit-field pixels) and the
+ * palette, and leaves the reader at the first stored row. Nothing read is larger than the 124-byte header or
+ * a 256-entry palette, whatever the file claims.
+ */
+export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
+  if (!(await reader.ensure(18))) throw unreadable("it does not start like a BMP");
+  const start = reader.takeBuffered(18).slice();
+  const startView = new DataView(start.buffer);
+  if (start[0] !== 0x42 || start[1] !== 0x4d) throw unreadable("it does not start like a BMP");
+  const pixelOffset = startView.getUint32(10, true);
+  const infoSize = startView.getUint32(14, true);
+  if (!knownInfoSizes.includes(infoSize)) throw unreadable(`its header has an unknown size of ${infoSize} bytes`);
+  const core = infoSize === 12;
+  let info = (await reader.take(infoSize - 4)).slice();
+  let view = new DataView(info.buffer);
   let width: number;
   let height: number;
   let bitsPerPixel: number;
   let compression = 0;
   let colorsUsed = 0;
-  const core = infoSize === 12;
   if (core) {
-    width = view.getUint16(18, true);
-    height = view.getInt16(20, true);
-    bitsPerPixel = view.getUint16(24, true);
+    width = view.getUint16(0, true);
+    height = view.getInt16(2, true);
+    bitsPerPixel = view.getUint16(6, true);
   } else {
-    if (infoSize < 40 || bytes.length < 14 + 40) throw unreadable("its header is too short");
-    width = view.getInt32(18, true);
-    height = view.getInt32(22, true);
-    bitsPerPixel = view.getUint16(28, true);
-    compression = view.getUint32(30, true);
-    colorsUsed = view.getUint32(46, true);
+    width = view.getInt32(0, true);
+    height = view.getInt32(4, true);
+    bitsPerPixel = view.getUint16(10, true);
+    compression = view.getUint32(12, true);
+    colorsUsed = view.getUint32(28, true);
   }
   if (compression === 1 || compression === 2) {
     throw new UnconvertibleImageError(
@@ -51,14 +67,22 @@ export function readBmpHeader(bytes: Uint8Array): BmpHeader {
     );
   }
   if (![1, 4, 8, 16, 24, 32].includes(bitsPerPixel)) throw unreadable(`it has ${bitsPerPixel} bits per pixel`);
-  if (width <= 0 || height === 0) throw unreadable("its width or height is zero");
+  if (width <= 0 || height === 0 || height === -2147483648) throw unreadable("its width or height is out of range");
   const topDown = height < 0;
   height = Math.abs(height);
   let masks: BmpHeader["masks"] = null;
   if (compression === 3 || compression === 6) {
-    // Masks live inside a V2+ header, or right after a 40-byte one.
-    const at = 14 + 40;
-    if (bytes.length < at + 12) throw unreadable("its colour masks are missing");
+    if (infoSize === 12) throw unreadable("its colour masks are missing");
+    if (infoSize === 40) {
+      // A 40-byte header is followed by the masks (three, or four with BI_ALPHABITFIELDS).
+      const masksAfter = await reader.take(compression === 6 ? 16 : 12);
+      const extended = new Uint8Array(info.length + 16);
+      extended.set(info);
+      extended.set(masksAfter, info.length);
+      info = extended;
+      view = new DataView(info.buffer);
+    }
+    const at = 36;
     const alpha = compression === 6 || infoSize >= 56 ? view.getUint32(at + 12, true) : 0;
     masks = {
       red: view.getUint32(at, true),
@@ -72,22 +96,18 @@ export function readBmpHeader(bytes: Uint8Array): BmpHeader {
   let palette: Uint8Array | null = null;
   const paletteEntrySize = core ? 3 : 4;
   if (bitsPerPixel <= 8) {
-    const entries = colorsUsed || 1 << bitsPerPixel;
-    const start = 14 + infoSize + (compression === 3 && infoSize === 40 ? 12 : 0);
-    palette = bytes.subarray(start, Math.min(start + entries * paletteEntrySize, bytes.length));
+    const entries = Math.min(colorsUsed || 1 << bitsPerPixel, 1 << bitsPerPixel);
+    const room = Math.max(0, pixelOffset - reader.position);
+    palette = (await reader.take(Math.min(entries * paletteEntrySize, room))).slice();
   }
+  if (pixelOffset < reader.position) throw unreadable("its pixel data starts inside its header");
+  await reader.skip(pixelOffset - reader.position);
   const stride = Math.ceil((width * bitsPerPixel) / 32) * 4;
-  if (pixelOffset + stride * height > bytes.length) {
-    throw new UnconvertibleImageError(
-      "The BMP file is incomplete: it ends before its last row. Please upload it again.",
-    );
-  }
   return {
     width,
     height,
     topDown,
     bitsPerPixel,
-    pixelOffset,
     stride,
     palette,
     paletteEntrySize,
@@ -103,15 +123,18 @@ function channel(value: number, mask: number): number {
   return Math.round((((value & mask) >>> shift) * 255) / max);
 }
 
-/** Calls `row` with each row as RGBA, top row first. */
-export function decodeBmp(bytes: Uint8Array, header: BmpHeader, row: (rgba: Uint8Array) => void): void {
+/**
+ * Calls `row` with each row as RGBA in the order the file stores them (bottom row first unless `topDown`),
+ * reading one stored row at a time. The caller checks width × height before, so a row is bounded.
+ */
+export async function decodeBmp(reader: ByteReader, header: BmpHeader, row: (rgba: Uint8Array) => void): Promise<void> {
   const { width, height, bitsPerPixel, palette, paletteEntrySize, masks } = header;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const rgba = new Uint8Array(width * 4);
   const paletteSize = palette ? Math.floor(palette.length / paletteEntrySize) : 0;
   for (let y = 0; y < height; y += 1) {
-    const stored = header.topDown ? y : height - 1 - y;
-    const start = header.pixelOffset + stored * header.stride;
+    const bytes = await reader.take(header.stride);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const start = 0;
     for (let x = 0; x < width; x += 1) {
       const o = x * 4;
       if (bitsPerPixel <= 8) {

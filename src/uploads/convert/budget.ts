@@ -51,3 +51,6 @@ export function formatMegapixels(pixels: number): string {
   const value = pixels / 1_000_000;
   return `${Number.isInteger(value) ? value : value.toFixed(1)} megapixels`;
 }
+
+/** Longest edge of any source image: bounds a row (a BMP or PNG row is read whole) whatever the area. */
+export const maxSourceEdge = 65_535;

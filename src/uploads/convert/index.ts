@@ -2,7 +2,7 @@ import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
 import webpDecoderWasm from "@cwasm/webp/webp.wasm";
 import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc_simd.wasm";
 import { GifReader } from "omggif";
-import { decodeBmp, readBmpHeader } from "./bmp";
+import { decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
 import {
   arenaShareBytes,
   encoderShareBytes,
@@ -12,10 +12,12 @@ import {
   maxFullSizePixels,
   maxOutputPixels,
   maxQuality,
+  maxSourceEdge,
   maxSourcePixels,
   maxTransparentOutputPixels,
   webpDecoderShareBytes,
 } from "./budget";
+import { ByteReader } from "./byte-reader";
 import { createWebpEncoder, encodeOptions, encoderMemoryBytes, type WebpEncoder } from "./encoder";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
@@ -32,7 +34,7 @@ import {
   type WebpDecoder,
 } from "./native";
 import { orientInPlace } from "./orient";
-import { decodePng, readPngHeader } from "./png";
+import { decodePng, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
 import { createRowDownscaler, downscaleInPlace, fitWithin } from "./resize";
 import { readWebpHeader } from "./webp-header";
@@ -40,6 +42,36 @@ import { readWebpHeader } from "./webp-header";
 export { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 
 export type StillImageKind = "jpeg" | "png" | "webp" | "gif" | "bmp";
+
+/**
+ * Where a conversion reads the image: the whole file (tests, the bench), or its size and a way to stream it
+ * (the staged R2 object), so row formats never hold the file and whole-file formats check its size first.
+ */
+export type ImageInput = Uint8Array | { size: number; open(): Promise<ReadableStream<Uint8Array>> };
+
+function inputSize(input: ImageInput): number {
+  return input instanceof Uint8Array ? input.length : input.size;
+}
+
+async function openReader(input: ImageInput, truncated: () => Error): Promise<ByteReader> {
+  return new ByteReader(input instanceof Uint8Array ? input : await input.open(), truncated);
+}
+
+/** Reads the whole input into `target` (exactly its size), in place: no second copy of the file. */
+async function readWhole(input: ImageInput, target: Uint8Array, truncated: () => Error): Promise<void> {
+  if (input instanceof Uint8Array) {
+    target.set(input);
+    return;
+  }
+  const reader = await openReader(input, truncated);
+  let at = 0;
+  while (at < target.length) {
+    const piece = await reader.takeSome(target.length - at);
+    target.set(piece, at);
+    at += piece.length;
+  }
+  await reader.cancel();
+}
 export type ConvertedImage = { bytes: Uint8Array; width: number; height: number };
 
 /** The codec instances an isolate keeps: reused so memory is bounded by high-water marks, not GC timing. */
@@ -59,12 +91,53 @@ function createArena(): { turbo: JpegTurbo; block: number } {
   return { turbo, block };
 }
 
-let codecs: Promise<Codecs> | null = null;
-let queue: Promise<unknown> = Promise.resolve();
+let codecs: Codecs | null = null;
 
+/** This isolate's codec instances, created on first use (inside the conversion lock, so by one request). */
 async function getCodecs(): Promise<Codecs> {
-  codecs ??= createWebpEncoder(webpEncoderWasm).then((encoder) => ({ ...createArena(), encoder, webp: null }));
+  if (!codecs) {
+    const encoder = await createWebpEncoder(webpEncoderWasm);
+    codecs = { ...createArena(), encoder, webp: null };
+  }
   return codecs;
+}
+
+/**
+ * One conversion at a time per isolate, because the codec instances and their arena are shared. A waiter
+ * polls with its own timer rather than awaiting the holder's promise: Workers refuse I/O from code that a
+ * promise of another request resumed ("Cannot perform I/O on behalf of a different request"), which is how
+ * a shared promise queue made concurrent completes fail. A holder that shows no progress for `stalledMs`
+ * (its request was cancelled while it awaited the upload's bytes) loses the lock; the next holder starts
+ * from fresh instances, since the abandoned conversion may have left buffers in the arena.
+ */
+const lock = { holder: 0, issued: 0, lastProgress: 0 };
+/** Longer than any synchronous step may run (a Worker's CPU limit ends a request before). */
+const stalledMs = 30_000;
+const pollMs = 5;
+
+async function acquireLock(): Promise<number> {
+  while (lock.holder !== 0) {
+    if (Date.now() - lock.lastProgress > stalledMs) {
+      lock.holder = 0;
+      codecs = null;
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+  lock.issued += 1;
+  lock.holder = lock.issued;
+  lock.lastProgress = Date.now();
+  return lock.holder;
+}
+
+/** Marks progress of the conversion holding `ticket`; throws if it lost the lock meanwhile. */
+function progress(ticket: number): void {
+  if (lock.holder !== ticket) throw new Error("the conversion lost its lock after stalling");
+  lock.lastProgress = Date.now();
+}
+
+function releaseLock(ticket: number): void {
+  if (lock.holder === ticket) lock.holder = 0;
 }
 
 /** Current linear-memory sizes of this isolate's codec instances, in bytes (for tests and the benchmark). */
@@ -98,17 +171,20 @@ export function isAnimated(bytes: Uint8Array, kind: StillImageKind): boolean {
 
 /**
  * Converts one still image to WebP, scaled down (never up) so the long edge is at most maxEdge, EXIF
- * orientation applied. Runs one conversion at a time per isolate (a queue) reusing one decoder and one
- * encoder instance.
+ * orientation applied. One conversion runs at a time per isolate (see `acquireLock`), reusing one decoder
+ * and one encoder instance. Row formats (PNG, GIF, BMP) are read from the input as a stream.
  */
-export function convertToWebp(
-  bytes: Uint8Array,
+export async function convertToWebp(
+  input: ImageInput,
   kind: StillImageKind,
   options: { maxEdge: number; quality?: number },
 ): Promise<ConvertedImage> {
-  const run = queue.then(() => convertNow(bytes, kind, options.maxEdge, options.quality ?? 80));
-  queue = run.catch(() => undefined);
-  return run;
+  const ticket = await acquireLock();
+  try {
+    return await convertNow(input, kind, options.maxEdge, options.quality ?? 80, () => progress(ticket));
+  } finally {
+    releaseLock(ticket);
+  }
 }
 
 /** What a decoder left in the arena: an RGBA image of `width × height` at `pointer`. */
@@ -116,11 +192,21 @@ type Decoded = { pointer: number; width: number; height: number; sawTransparency
 
 type Allocations = { alloc(size: number): number };
 
+/** What every decoder gets: the arena, the target limits, and a heartbeat for the conversion lock. */
+type Context = {
+  current: Codecs;
+  allocations: Allocations;
+  maxEdge: number;
+  maxArea: number;
+  tick: () => void;
+};
+
 async function convertNow(
-  bytes: Uint8Array,
+  input: ImageInput,
   kind: StillImageKind,
   maxEdge: number,
   quality: number,
+  tick: () => void,
 ): Promise<ConvertedImage> {
   if (!Number.isInteger(maxEdge) || maxEdge < 1) throw new RangeError("maxEdge must be a positive integer");
   if (!(quality >= 0 && quality <= maxQuality)) throw new RangeError(`quality must be between 0 and ${maxQuality}`);
@@ -139,61 +225,39 @@ async function convertNow(
   try {
     warmEncoder(current, allocations);
     used = 0;
-    const maxArea = Math.min(maxOutputPixels, maxEdge * maxEdge);
+    tick();
+    const context: Context = {
+      current,
+      allocations,
+      maxEdge,
+      maxArea: Math.min(maxOutputPixels, maxEdge * maxEdge),
+      tick,
+    };
     let orientation: Orientation = 1;
     let decoded: Decoded;
     switch (kind) {
       case "jpeg": {
-        const header = readJpegHeader(bytes);
+        const { header, bytes } = await readJpeg(input, context);
         orientation = header.orientation;
         decoded = header.progressive
-          ? decodeProgressiveJpeg(bytes, header, maxEdge, maxArea, current, allocations)
-          : decodeBaselineJpeg(bytes, header, maxEdge, maxArea, current, allocations);
+          ? decodeProgressiveJpeg(bytes, header, context)
+          : decodeBaselineJpeg(bytes, header, context);
         break;
       }
-      case "png": {
-        const header = readPngHeader(bytes);
-        orientation = header.orientation;
-        refuseSourcePixels(header.width, header.height);
-        if (header.interlaced) {
-          if (header.width * header.height > maxFullSizePixels)
-            throw tooLarge(header.width, header.height, maxFullSizePixels, "an interlaced PNG");
-          const full = allocations.alloc(header.width * header.height * 4);
-          await decodePng(header, { full: heapBytes(current.turbo, full, header.width * header.height * 4) });
-          decoded = shrinkInArena(current.turbo, full, header.width, header.height, maxEdge, maxArea);
-        } else {
-          decoded = await streamRows(
-            current.turbo,
-            allocations,
-            header.width,
-            header.height,
-            maxEdge,
-            maxArea,
-            (push) => decodePng(header, { row: push }),
-          );
-        }
+      case "png":
+        ({ decoded, orientation } = await decodePngInput(input, context));
         break;
-      }
-      case "bmp": {
-        const header = readBmpHeader(bytes);
-        refuseSourcePixels(header.width, header.height);
-        decoded = await streamRows(current.turbo, allocations, header.width, header.height, maxEdge, maxArea, (push) =>
-          decodeBmp(bytes, header, push),
-        );
+      case "bmp":
+        ({ decoded, orientation } = await decodeBmpInput(input, context));
         break;
-      }
       case "gif":
-        decoded = decodeGif(bytes, maxEdge, maxArea, current.turbo, allocations);
+        decoded = await decodeGif(input, context);
         break;
-      case "webp": {
-        const header = readWebpHeader(bytes);
-        orientation = header.orientation;
-        if (header.animated)
-          throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
-        decoded = await decodeWebp(bytes, header.width, header.height, maxEdge, maxArea, current, allocations);
+      case "webp":
+        ({ decoded, orientation } = await decodeWebp(input, context));
         break;
-      }
     }
+    tick();
     let { width, height } = decoded;
     const pixels = () => heapBytes(current.turbo, decoded.pointer, width * height * 4);
     if (decoded.sawTransparency && width * height > maxTransparentOutputPixels) {
@@ -247,22 +311,20 @@ function tooLarge(width: number, height: number, limit: number, what = "an image
   );
 }
 
+/** Refuses, from the header alone, sources whose decoding would take too long or whose rows would be huge. */
 function refuseSourcePixels(width: number, height: number): void {
+  if (width > maxSourceEdge || height > maxSourceEdge)
+    throw new ImageTooLargeError(
+      `The image is too large to convert: ${width} × ${height} pixels exceeds the limit of ${maxSourceEdge} pixels on an edge.`,
+    );
   if (width * height > maxSourcePixels) throw tooLarge(width, height, maxSourcePixels);
 }
 
 /** Downscales an image already in the arena, in place, to the target size. */
-function shrinkInArena(
-  turbo: JpegTurbo,
-  pointer: number,
-  width: number,
-  height: number,
-  maxEdge: number,
-  maxArea: number,
-): Decoded {
-  const target = fitWithin(width, height, maxEdge, maxArea);
+function shrinkInArena(context: Context, pointer: number, width: number, height: number): Decoded {
+  const target = fitWithin(width, height, context.maxEdge, context.maxArea);
   const { sawTransparency } = downscaleInPlace(
-    heapBytes(turbo, pointer, width * height * 4),
+    heapBytes(context.current.turbo, pointer, width * height * 4),
     width,
     height,
     target.width,
@@ -273,31 +335,99 @@ function shrinkInArena(
 
 /** Runs a row decoder into a target-sized buffer in the arena. */
 async function streamRows(
-  turbo: JpegTurbo,
-  allocations: Allocations,
+  context: Context,
   width: number,
   height: number,
-  maxEdge: number,
-  maxArea: number,
   decode: (push: (rgba: Uint8Array) => void) => void | Promise<void>,
 ): Promise<Decoded> {
-  const target = fitWithin(width, height, maxEdge, maxArea);
-  const pointer = allocations.alloc(target.width * target.height * 4);
+  const target = fitWithin(width, height, context.maxEdge, context.maxArea);
+  const pointer = context.allocations.alloc(target.width * target.height * 4);
   // Nothing else allocates in the arena while rows stream, so this view stays attached.
   const scaler = createRowDownscaler(
     width,
     height,
     target.width,
     target.height,
-    heapBytes(turbo, pointer, target.width * target.height * 4),
+    heapBytes(context.current.turbo, pointer, target.width * target.height * 4),
   );
   let rows = 0;
   await decode((rgba) => {
     scaler.push(rgba);
     rows += 1;
+    if ((rows & 63) === 0) context.tick();
   });
   if (rows !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
   return { pointer, ...target, sawTransparency: scaler.sawTransparency };
+}
+
+/** PNG: rows streamed from the input; an interlaced image keeps its even rows (half of it) in the arena. */
+async function decodePngInput(
+  input: ImageInput,
+  context: Context,
+): Promise<{ decoded: Decoded; orientation: Orientation }> {
+  const reader = await openReader(input, truncatedPng);
+  try {
+    const header = await readPngHeader(reader);
+    refuseSourcePixels(header.width, header.height);
+    let evenRows: Uint8Array | undefined;
+    if (header.interlaced) {
+      const size = Math.ceil(header.height / 2) * header.width * 4;
+      if (size + fittedBytes(header.width, header.height, context) > blockBytes)
+        throw tooLarge(
+          header.width,
+          header.height,
+          Math.max(0, Math.floor((blockBytes - fittedBytes(header.width, header.height, context)) / 2)),
+          "an interlaced PNG",
+        );
+      evenRows = heapBytes(context.current.turbo, context.allocations.alloc(size), size);
+    }
+    const decoded = await streamRows(context, header.width, header.height, (push) =>
+      decodePng(header, reader, push, evenRows),
+    );
+    return { decoded, orientation: header.orientation };
+  } finally {
+    await reader.cancel();
+  }
+}
+
+/** BMP: rows streamed in stored order; a bottom-up file is turned upright with the orientation step. */
+async function decodeBmpInput(
+  input: ImageInput,
+  context: Context,
+): Promise<{ decoded: Decoded; orientation: Orientation }> {
+  const reader = await openReader(input, truncatedBmp);
+  try {
+    const header = await readBmpHeader(reader);
+    refuseSourcePixels(header.width, header.height);
+    const decoded = await streamRows(context, header.width, header.height, (push) => decodeBmp(reader, header, push));
+    return { decoded, orientation: header.topDown ? 1 : 4 };
+  } finally {
+    await reader.cancel();
+  }
+}
+
+/** Bytes of the RGBA target an image of this size is reduced to. */
+function fittedBytes(width: number, height: number, context: Context): number {
+  const target = fitWithin(width, height, context.maxEdge, context.maxArea);
+  return target.width * target.height * 4;
+}
+
+const truncatedJpeg = () =>
+  new UnconvertibleImageError(
+    "The JPEG file is incomplete: it ends before the end of its image data. Please upload the complete file again.",
+  );
+
+/** JPEG: the decoders need the whole file, read straight into the arena once its size is admitted. */
+async function readJpeg(input: ImageInput, context: Context): Promise<{ header: JpegHeader; bytes: Uint8Array }> {
+  const size = inputSize(input);
+  if (size + libjpegOverheadBytes > arenaShareBytes)
+    throw new ImageTooLargeError(
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(arenaShareBytes - libjpegOverheadBytes)} for a JPEG.`,
+    );
+  const bytes = heapBytes(context.current.turbo, context.allocations.alloc(size), size);
+  await readWhole(input, bytes, truncatedJpeg);
+  context.tick();
+  return { header: readJpegHeader(bytes), bytes };
 }
 
 function scaled(size: number, m: number): number {
@@ -315,14 +445,8 @@ function coveringScale(width: number, height: number, target: { width: number; h
  * then an area downscale in place. Arena: the file + the scaled RGBA + libjpeg's buffers. When that exceeds
  * the arena's share, a smaller scale is used (a smaller output) before refusing.
  */
-function decodeBaselineJpeg(
-  bytes: Uint8Array,
-  header: JpegHeader,
-  maxEdge: number,
-  maxArea: number,
-  current: Codecs,
-  allocations: Allocations,
-): Decoded {
+function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Decoded {
+  const { current, allocations, maxEdge, maxArea } = context;
   const { width, height } = header;
   refuseSourcePixels(width, height);
   const target = fitWithin(width, height, maxEdge, maxArea);
@@ -338,12 +462,10 @@ function decodeBaselineJpeg(
   const outWidth = scaled(width, m);
   const outHeight = scaled(height, m);
   const cmyk = header.components.length === 4;
-  const source = allocations.alloc(bytes.length);
-  heapBytes(current.turbo, source, bytes.length).set(bytes);
   const destination = allocations.alloc(outWidth * outHeight * 4);
   decompressInto(
     current.turbo,
-    source,
+    bytes.byteOffset,
     bytes.length,
     destination,
     outWidth,
@@ -369,16 +491,10 @@ function decodeBaselineJpeg(
 
 /**
  * Progressive JPEG: the pipeline's own decoder (progressive.ts), which stores only the coefficients an
- * N/8-scale IDCT needs. Arena: that storage + the target RGBA. Large files get a smaller N before a refusal.
+ * N/8-scale IDCT needs. Arena: the file + that storage + the target RGBA. Large files get a smaller N first.
  */
-function decodeProgressiveJpeg(
-  bytes: Uint8Array,
-  header: JpegHeader,
-  maxEdge: number,
-  maxArea: number,
-  current: Codecs,
-  allocations: Allocations,
-): Decoded {
+function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Decoded {
+  const { current, allocations, maxEdge, maxArea } = context;
   const { width, height } = header;
   refuseSourcePixels(width, height);
   const target = fitWithin(width, height, maxEdge, maxArea);
@@ -396,7 +512,7 @@ function decodeProgressiveJpeg(
   };
   const need = (n: number) => {
     const out = outputFor(n);
-    return progressiveStorageBytes(plan(n)) + out.width * out.height * 4 + libjpegOverheadBytes;
+    return bytes.length + progressiveStorageBytes(plan(n)) + out.width * out.height * 4 + libjpegOverheadBytes;
   };
   let n = coveringScale(width, height, target);
   while (n > 1 && need(n) > arenaShareBytes) n -= 1;
@@ -424,13 +540,10 @@ function decodeProgressiveJpeg(
 }
 
 /** GIF: the first frame, composed onto a transparent canvas of the logical screen size, then reduced in place. */
-function decodeGif(
-  bytes: Uint8Array,
-  maxEdge: number,
-  maxArea: number,
-  turbo: JpegTurbo,
-  allocations: Allocations,
-): Decoded {
+async function decodeGif(input: ImageInput, context: Context): Promise<Decoded> {
+  const size = inputSize(input);
+  const bytes = new Uint8Array(size);
+  await readWhole(input, bytes, () => new UnconvertibleImageError("The GIF file is incomplete."));
   let reader: GifReader;
   try {
     reader = new GifReader(bytes);
@@ -442,50 +555,63 @@ function decodeGif(
   if (reader.numFrames() > 1)
     throw new UnconvertibleImageError("The GIF image is animated; animated images are not converted.");
   if (width * height > maxFullSizePixels) throw tooLarge(width, height, maxFullSizePixels, "a GIF");
-  const pointer = allocations.alloc(width * height * 4);
-  const canvas = heapBytes(turbo, pointer, width * height * 4);
+  const pointer = context.allocations.alloc(width * height * 4);
+  const canvas = heapBytes(context.current.turbo, pointer, width * height * 4);
   canvas.fill(0);
   try {
     reader.decodeAndBlitFrameRGBA(0, canvas);
   } catch {
     throw new UnconvertibleImageError("The GIF file is damaged: its image data cannot be decoded.");
   }
-  return shrinkInArena(turbo, pointer, width, height, maxEdge, maxArea);
+  return shrinkInArena(context, pointer, width, height);
 }
 
-/** WebP: libwebp decodes at full size in its own instance (limited by its share); the arena gets the target. */
+const truncatedWebp = () =>
+  new UnconvertibleImageError("The WebP file is incomplete: it ends in the middle of its data.");
+
+/**
+ * WebP: libwebp decodes at full size in its own instance (limited by its share), the file read straight
+ * into that instance once its size is admitted; the arena gets the target.
+ */
 async function decodeWebp(
-  bytes: Uint8Array,
-  width: number,
-  height: number,
-  maxEdge: number,
-  maxArea: number,
-  current: Codecs,
-  allocations: Allocations,
-): Promise<Decoded> {
+  input: ImageInput,
+  context: Context,
+): Promise<{ decoded: Decoded; orientation: Orientation }> {
   const overhead = 256 * 1024;
-  if (bytes.length + width * height * 4 + overhead > webpDecoderShareBytes) {
-    const limit = Math.max(0, Math.floor((webpDecoderShareBytes - overhead - bytes.length) / 4));
-    throw tooLarge(width, height, limit, "a WebP image of this file size");
-  }
-  current.webp ??= createWebpDecoder(webpDecoderWasm);
-  const webp = current.webp;
+  const size = inputSize(input);
+  if (size + overhead > webpDecoderShareBytes)
+    throw new ImageTooLargeError(
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(webpDecoderShareBytes - overhead)} for a WebP image.`,
+    );
+  context.current.webp ??= createWebpDecoder(webpDecoderWasm);
+  const webp = context.current.webp;
   // The file, then (4-byte aligned) the two output dimensions libwebp writes.
-  const sizeOffset = Math.ceil(bytes.length / 4) * 4;
+  const sizeOffset = Math.ceil(size / 4) * 4;
   const source = webp.exports.malloc(sizeOffset + 8);
   if (source === 0) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
   let rgba = 0;
   try {
-    heapBytes(webp, source, bytes.length).set(bytes);
-    rgba = webp.exports.WebPDecodeRGBA(source, bytes.length, source + sizeOffset, source + sizeOffset + 4);
+    await readWhole(input, heapBytes(webp, source, size), truncatedWebp);
+    context.tick();
+    const header = readWebpHeader(heapBytes(webp, source, size));
+    const { width, height } = header;
+    if (header.animated)
+      throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
+    refuseSourcePixels(width, height);
+    if (size + width * height * 4 + overhead > webpDecoderShareBytes) {
+      const limit = Math.max(0, Math.floor((webpDecoderShareBytes - overhead - size) / 4));
+      throw tooLarge(width, height, limit, "a WebP image of this file size");
+    }
+    rgba = webp.exports.WebPDecodeRGBA(source, size, source + sizeOffset, source + sizeOffset + 4);
     if (rgba === 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
-    const size = new Uint32Array(webp.exports.memory.buffer, source + sizeOffset, 2);
-    if (size[0] !== width || size[1] !== height)
+    const decodedSize = new Uint32Array(webp.exports.memory.buffer, source + sizeOffset, 2);
+    if (decodedSize[0] !== width || decodedSize[1] !== height)
       throw new UnconvertibleImageError("The WebP file's size does not match its header.");
-    return await streamRows(current.turbo, allocations, width, height, maxEdge, maxArea, (push) => {
-      const decoded = heapBytes(webp, rgba, width * height * 4);
-      for (let y = 0; y < height; y += 1) push(decoded.subarray(y * width * 4, (y + 1) * width * 4));
+    const decoded = await streamRows(context, width, height, (push) => {
+      const pixels = heapBytes(webp, rgba, width * height * 4);
+      for (let y = 0; y < height; y += 1) push(pixels.subarray(y * width * 4, (y + 1) * width * 4));
     });
+    return { decoded, orientation: header.orientation };
   } finally {
     if (rgba) webp.exports.free(rgba);
     webp.exports.free(source);

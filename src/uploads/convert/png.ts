@@ -1,13 +1,16 @@
+import { Unzlib } from "fflate";
+import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 import { exifOrientation, type Orientation } from "./exif";
 
 /**
- * A PNG reader that keeps memory proportional to one row: chunks are parsed in place, the zlib stream is
- * inflated by the runtime's DecompressionStream a few KiB at a time, and each unfiltered scanline is
- * handed on as RGBA. Interlaced (Adam7) images are decoded pass by pass into a full-size buffer instead.
+ * A PNG reader that keeps memory proportional to one row: chunks are read from the stream as they come, the
+ * zlib data is inflated a slice at a time and inflation stops at exactly the bytes the header implies, so a
+ * decompression bomb costs no more than a real image of its size. Interlaced (Adam7) images keep the even
+ * rows that passes 1–6 fill (half the image) and hand them on as pass 7 brings the odd rows between them.
  */
 
-/** The IHDR fields and the ancillary chunks the conversion needs, read without inflating anything. */
+/** The IHDR fields and the ancillary chunks the conversion needs, read before the first image data. */
 export type PngHeader = {
   width: number;
   height: number;
@@ -19,7 +22,8 @@ export type PngHeader = {
   orientation: Orientation;
   palette: Uint8Array | null;
   transparency: Uint8Array | null;
-  idat: Uint8Array[];
+  /** Length of the first IDAT chunk, whose data the reader is positioned at. */
+  firstDataLength: number;
 };
 
 const channelsOf: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
@@ -32,66 +36,80 @@ const allowedDepths: Record<number, number[]> = {
 };
 
 const unreadable = (why: string) => new UnconvertibleImageError(`The PNG file cannot be read: ${why}.`);
+/** The error of a file that ends before what its chunks promise. */
+export const truncatedPng = () =>
+  new UnconvertibleImageError(
+    "The PNG file is incomplete: it ends in the middle of its data. Please upload the complete file again.",
+  );
 
-/** Parses the chunk list; refuses malformed headers and truncated files before any pixel is decoded. */
-export function readPngHeader(bytes: Uint8Array): PngHeader {
+/** Largest ancillary chunk kept in memory (palette, transparency, EXIF); larger ones are refused or skipped. */
+const maxKeptChunk = 64 * 1024;
+
+type ChunkHeader = { length: number; type: string };
+
+async function readChunkHeader(reader: ByteReader): Promise<ChunkHeader> {
+  const bytes = await reader.take(8);
+  const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0);
+  if (length > 0x7fffffff) throw unreadable("a chunk claims a length over 2 GB");
+  return { length, type: String.fromCharCode(...bytes.subarray(4, 8)) };
+}
+
+/** Copies a small chunk's data out of the reader (bounded by `maxKeptChunk`). */
+async function keepChunk(reader: ByteReader, length: number, what: string): Promise<Uint8Array> {
+  if (length > maxKeptChunk) throw unreadable(`its ${what} is larger than any valid one`);
+  const data = (await reader.take(length)).slice();
+  await reader.skip(4);
+  return data;
+}
+
+/**
+ * Reads the signature and every chunk before the first image data; refuses malformed headers before any
+ * pixel is decoded. Leaves the reader at the first IDAT chunk's data.
+ */
+export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
   const signature = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-  if (bytes.length < 8 || signature.some((b, i) => bytes[i] !== b)) throw unreadable("it does not start like a PNG");
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let pos = 8;
-  let header: Omit<PngHeader, "orientation" | "palette" | "transparency" | "idat" | "mayHaveAlpha"> | null = null;
+  const start = (await reader.ensure(8)) ? reader.takeBuffered(8) : new Uint8Array(0);
+  if (start.length < 8 || signature.some((b, i) => start[i] !== b)) throw unreadable("it does not start like a PNG");
+  let header: Pick<PngHeader, "width" | "height" | "bitDepth" | "colorType" | "interlaced"> | null = null;
   let palette: Uint8Array | null = null;
   let transparency: Uint8Array | null = null;
   let orientation: Orientation = 1;
-  const idat: Uint8Array[] = [];
-  let ended = false;
-  while (pos + 8 <= bytes.length) {
-    const length = view.getUint32(pos);
-    const type = String.fromCharCode(...bytes.subarray(pos + 4, pos + 8));
-    const dataStart = pos + 8;
-    if (length > 0x7fffffff || dataStart + length + 4 > bytes.length) {
-      throw new UnconvertibleImageError(
-        "The PNG file is incomplete: it ends in the middle of its data. Please upload the complete file again.",
-      );
-    }
-    const data = bytes.subarray(dataStart, dataStart + length);
+  for (;;) {
+    if (await reader.atEnd()) throw truncatedPng();
+    const { length, type } = await readChunkHeader(reader);
     if (!header && type !== "IHDR") throw unreadable("its first chunk is not the image header");
     if (type === "IHDR") {
       if (length !== 13) throw unreadable("its image header has the wrong size");
-      const width = view.getUint32(dataStart);
-      const height = view.getUint32(dataStart + 4);
+      const data = await keepChunk(reader, length, "image header");
+      const view = new DataView(data.buffer);
+      const width = view.getUint32(0);
+      const height = view.getUint32(4);
       const bitDepth = data[8] as number;
       const colorType = data[9] as number;
       if (width === 0 || height === 0) throw unreadable("its width or height is zero");
+      if (width > 0x7fffffff || height > 0x7fffffff) throw unreadable("its width or height is out of range");
       if (!allowedDepths[colorType]?.includes(bitDepth)) {
         throw unreadable(`colour type ${colorType} with bit depth ${bitDepth} is not a valid combination`);
       }
       if (data[10] !== 0 || data[11] !== 0 || (data[12] ?? 0) > 1) throw unreadable("it uses an unknown compression");
       header = { width, height, bitDepth, colorType, interlaced: data[12] === 1 };
     } else if (type === "PLTE") {
-      palette = data;
+      if (length % 3 !== 0 || length > 768) throw unreadable("its palette has an invalid size");
+      palette = await keepChunk(reader, length, "palette");
     } else if (type === "tRNS") {
-      transparency = data;
-    } else if (type === "eXIf") {
-      orientation = exifOrientation(data);
-    } else if (type === "IDAT") {
-      idat.push(data);
+      transparency = await keepChunk(reader, length, "transparency");
+    } else if (type === "eXIf" && length <= maxKeptChunk) {
+      orientation = exifOrientation(await keepChunk(reader, length, "EXIF data"));
+    } else if (type === "IDAT" && header) {
+      if (header.colorType === 3 && !palette) throw unreadable("it is a palette image without a palette");
+      const mayHaveAlpha = header.colorType === 4 || header.colorType === 6 || transparency !== null;
+      return { ...header, mayHaveAlpha, orientation, palette, transparency, firstDataLength: length };
     } else if (type === "IEND") {
-      ended = true;
-      break;
+      throw unreadable("it contains no image data");
+    } else {
+      await reader.skip(length + 4);
     }
-    pos = dataStart + length + 4;
   }
-  if (!header) throw unreadable("it has no image header");
-  if (!ended) {
-    throw new UnconvertibleImageError(
-      "The PNG file is incomplete: it ends before its last chunk. Please upload the complete file again.",
-    );
-  }
-  if (idat.length === 0) throw unreadable("it contains no image data");
-  if (header.colorType === 3 && !palette) throw unreadable("it is a palette image without a palette");
-  const mayHaveAlpha = header.colorType === 4 || header.colorType === 6 || transparency !== null;
-  return { ...header, mayHaveAlpha, orientation, palette, transparency, idat };
 }
 
 function paeth(a: number, b: number, c: number): number {
@@ -214,34 +232,11 @@ function lineBytes(header: PngHeader, width: number): number {
   return Math.ceil((width * (channelsOf[header.colorType] as number) * header.bitDepth) / 8);
 }
 
-/** Streams the inflated image data, a piece at a time, to `consume`. */
-async function inflate(idat: Uint8Array[], consume: (piece: Uint8Array) => void): Promise<void> {
-  const stream = new DecompressionStream("deflate");
-  const writer = stream.writable.getWriter();
-  const reader = stream.readable.getReader();
-  // Small input slices bound each output piece: deflate expands at most ~1032×, so 4 KiB yield ≤ ~4 MiB.
-  const slice = 4096;
-  const writing = (async () => {
-    for (const part of idat) {
-      for (let at = 0; at < part.length; at += slice) await writer.write(part.subarray(at, at + slice));
-    }
-    await writer.close();
-  })();
-  writing.catch(() => {}); // the read side reports the same failure
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      consume(value);
-    }
-    await writing;
-  } catch (error) {
-    if (error instanceof UnconvertibleImageError) throw error;
-    throw new UnconvertibleImageError("The PNG file is damaged: its compressed image data cannot be read.");
-  } finally {
-    reader.releaseLock();
-  }
-}
+/**
+ * Input slice per inflate step. Deflate expands at most ~1032×, so one step yields at most ~8.5 MB however
+ * the data was crafted, and inflating stops as soon as the last row is complete.
+ */
+const inflateSlice = 8 * 1024;
 
 /** Adam7 passes: start and step in x and y. */
 const adam7 = [
@@ -255,12 +250,15 @@ const adam7 = [
 ] as const;
 
 /**
- * Decodes the image, calling `row(rgba, y)` for each row of a non-interlaced image in order, or writing
- * every pixel of an interlaced one into `full` (width × height × 4 bytes) when given.
+ * Decodes the image from the reader (positioned by `readPngHeader`), calling `row(rgba)` once per row, top to
+ * bottom. An interlaced image needs `evenRows`, `ceil(height / 2) × width × 4` bytes, for the rows that passes
+ * 1–6 fill before pass 7 brings the odd ones.
  */
 export async function decodePng(
   header: PngHeader,
-  sink: { row: (rgba: Uint8Array) => void } | { full: Uint8Array },
+  reader: ByteReader,
+  row: (rgba: Uint8Array) => void,
+  evenRows?: Uint8Array,
 ): Promise<void> {
   const bytesPerPixel = Math.max(1, ((channelsOf[header.colorType] as number) * header.bitDepth) >> 3);
   const passes = header.interlaced
@@ -275,16 +273,27 @@ export async function decodePng(
         }))
         .filter((p) => p.width > 0 && p.height > 0)
     : [{ x0: 0, y0: 0, dx: 1, dy: 1, width: header.width, height: header.height }];
-  if (header.interlaced && !("full" in sink)) throw new Error("interlaced PNGs need a full-size buffer");
+  const rowBytes = header.width * 4;
+  if (header.interlaced && (!evenRows || evenRows.length < Math.ceil(header.height / 2) * rowBytes))
+    throw new Error("interlaced PNGs need a buffer for their even rows");
   const widest = lineBytes(header, header.width);
   let previous = new Uint8Array(widest);
   let line = new Uint8Array(widest);
-  const rgba = new Uint8Array(header.width * 4);
+  const rgba = new Uint8Array(rowBytes);
   let passIndex = 0;
   let rowInPass = 0;
   let filled = -1; // -1: the filter byte comes next
   let filter = 0;
   let finished = passes.length === 0;
+  let nextEvenRow = 0; // interlaced: the next even row to hand on
+
+  const handOnEvenRowsBefore = (y: number) => {
+    const even = evenRows as Uint8Array;
+    for (; nextEvenRow < y && nextEvenRow < header.height; nextEvenRow += 2) {
+      const at = (nextEvenRow >> 1) * rowBytes;
+      row(even.subarray(at, at + rowBytes));
+    }
+  };
 
   const completeLine = () => {
     const pass = passes[passIndex] as (typeof passes)[number];
@@ -292,13 +301,21 @@ export async function decodePng(
     const current = line.subarray(0, length);
     unfilter(filter, current, previous.subarray(0, length), bytesPerPixel);
     toRgba(header, current, pass.width, rgba);
-    if ("row" in sink) {
-      sink.row(rgba);
+    const y = pass.y0 + rowInPass * pass.dy;
+    if (!header.interlaced) {
+      row(rgba);
+    } else if ((y & 1) === 1) {
+      handOnEvenRowsBefore(y);
+      row(rgba);
     } else {
-      const y = pass.y0 + rowInPass * pass.dy;
+      const even = evenRows as Uint8Array;
+      const base = (y >> 1) * rowBytes;
       for (let i = 0; i < pass.width; i += 1) {
-        const target = (y * header.width + pass.x0 + i * pass.dx) * 4;
-        sink.full.set(rgba.subarray(i * 4, i * 4 + 4), target);
+        const target = base + (pass.x0 + i * pass.dx) * 4;
+        even[target] = rgba[i * 4] as number;
+        even[target + 1] = rgba[i * 4 + 1] as number;
+        even[target + 2] = rgba[i * 4 + 2] as number;
+        even[target + 3] = rgba[i * 4 + 3] as number;
       }
     }
     [previous, line] = [line, previous];
@@ -308,13 +325,13 @@ export async function decodePng(
       rowInPass = 0;
       previous.fill(0);
       finished = passIndex === passes.length;
+      if (finished && header.interlaced) handOnEvenRowsBefore(header.height);
     }
   };
 
-  await inflate(header.idat, (piece) => {
+  const consume = (piece: Uint8Array) => {
     let at = 0;
-    while (at < piece.length) {
-      if (finished) return; // trailing bytes after the last scanline are ignored, as libpng does
+    while (at < piece.length && !finished) {
       const pass = passes[passIndex] as (typeof passes)[number];
       if (filled < 0) {
         filter = piece[at] as number;
@@ -332,7 +349,28 @@ export async function decodePng(
         completeLine();
       }
     }
-  });
+    // Inflated bytes after the last scanline are ignored, as libpng does.
+  };
+
+  const inflater = new Unzlib((piece) => consume(piece));
+  let dataLeft = header.firstDataLength;
+  try {
+    while (!finished) {
+      if (dataLeft === 0) {
+        await reader.skip(4); // the CRC
+        const next = await readChunkHeader(reader);
+        if (next.type !== "IDAT") break;
+        dataLeft = next.length;
+        continue;
+      }
+      const slice = await reader.takeSome(Math.min(dataLeft, inflateSlice));
+      dataLeft -= slice.length;
+      inflater.push(slice);
+    }
+  } catch (error) {
+    if (error instanceof UnconvertibleImageError) throw error;
+    throw new UnconvertibleImageError("The PNG file is damaged: its compressed image data cannot be read.");
+  }
   if (!finished) {
     throw new UnconvertibleImageError("The PNG file is damaged: its image data ends before the last row.");
   }

@@ -1,0 +1,111 @@
+/**
+ * A forward-only reader over an image's bytes as they arrive (the R2 object's body), so row decoders hold
+ * what one step needs instead of the whole file. What a caller asks for at once is bounded by the caller
+ * (a chunk header, a GIF sub-block, one BMP row), never by a number read from the file.
+ */
+export class ByteReader {
+  private readonly chunks: AsyncIterator<Uint8Array> | null;
+  private buffer: Uint8Array;
+  private start = 0;
+  private end = 0;
+  private ended = false;
+  /** Bytes consumed so far, from the start of the file. */
+  position = 0;
+
+  /**
+   * @param source the whole file, or a stream of it
+   * @param truncated the error to throw when the bytes end before what the format promises
+   */
+  constructor(
+    source: Uint8Array | ReadableStream<Uint8Array>,
+    private readonly truncated: () => Error,
+  ) {
+    if (source instanceof Uint8Array) {
+      this.chunks = null;
+      this.buffer = source;
+      this.end = source.length;
+      this.ended = true;
+    } else {
+      this.chunks = source[Symbol.asyncIterator]();
+      this.buffer = new Uint8Array(0);
+    }
+  }
+
+  /** Bytes buffered and not yet consumed. */
+  get available(): number {
+    return this.end - this.start;
+  }
+
+  /** Buffers at least `count` bytes; false when the file ends first. */
+  async ensure(count: number): Promise<boolean> {
+    while (this.end - this.start < count) {
+      if (this.ended || !this.chunks) return false;
+      const next = await this.chunks.next();
+      if (next.done) {
+        this.ended = true;
+        return false;
+      }
+      this.append(next.value);
+    }
+    return true;
+  }
+
+  /** The next `count` bytes, consumed; the view is valid until the next call. Throws `truncated` if they are missing. */
+  async take(count: number): Promise<Uint8Array> {
+    if (!(await this.ensure(count))) throw this.truncated();
+    return this.takeBuffered(count);
+  }
+
+  /** Consumes `count` bytes already buffered (after `ensure`). */
+  takeBuffered(count: number): Uint8Array {
+    const view = this.buffer.subarray(this.start, this.start + count);
+    this.start += count;
+    this.position += count;
+    return view;
+  }
+
+  /** Up to `max` bytes, at least one: what is buffered, else the next chunk. Throws `truncated` at the end. */
+  async takeSome(max: number): Promise<Uint8Array> {
+    if (!(await this.ensure(1))) throw this.truncated();
+    return this.takeBuffered(Math.min(max, this.end - this.start));
+  }
+
+  /** Skips `count` bytes without keeping them. */
+  async skip(count: number): Promise<void> {
+    let left = count;
+    while (left > 0) left -= (await this.takeSome(left)).length;
+  }
+
+  /** Whether the file has no bytes left. */
+  async atEnd(): Promise<boolean> {
+    return !(await this.ensure(1));
+  }
+
+  /** Stops reading the source (the rest of the body is not needed). */
+  async cancel(): Promise<void> {
+    this.ended = true;
+    await this.chunks?.return?.();
+  }
+
+  private append(chunk: Uint8Array): void {
+    const kept = this.end - this.start;
+    if (this.start > 0 && kept === 0) {
+      this.start = 0;
+      this.end = 0;
+    }
+    if (this.end + chunk.length > this.buffer.length) {
+      if (kept + chunk.length <= this.buffer.length) {
+        this.buffer.copyWithin(0, this.start, this.end);
+      } else {
+        // Grow only to what is kept plus this chunk: consumed bytes are never carried over.
+        const grown = new Uint8Array(Math.max(kept + chunk.length, 64 * 1024));
+        grown.set(this.buffer.subarray(this.start, this.end));
+        this.buffer = grown;
+      }
+      this.start = 0;
+      this.end = kept;
+    }
+    this.buffer.set(chunk, this.end);
+    this.end += chunk.length;
+  }
+}
