@@ -11,6 +11,9 @@ export const hostingMessages = {
   corrupt: (reason: string) => `The image cannot be hosted: ${reason}`,
 } as const;
 
+/** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
+type Hostable = Exclude<Sniffed, { kind: "heif" }>;
+
 export type HostingDeps = {
   bucket: R2Bucket;
   /** Long edge of converted images (`MAX_IMAGE_EDGE`). */
@@ -59,6 +62,7 @@ export async function hostUpload(deps: HostingDeps, storeId: string, upload: Upl
   const staged = stagedKey(storeId, upload.id);
   const head = await readStaged(deps.bucket, staged, Math.min(sniffBytes, upload.size));
   const sniffed = await sniff(head, () => readStaged(deps.bucket, staged));
+  if (sniffed.kind === "heif") return { unhostable: hostingMessages.heif }; // under any declared type
   const hosted =
     upload.type === "file"
       ? await hostPrivately(deps, storeId, upload, sniffed)
@@ -91,12 +95,10 @@ async function hostAsMedia(
   deps: HostingDeps,
   storeId: string,
   upload: UploadRecord,
-  sniffed: Sniffed,
+  sniffed: Hostable,
 ): Promise<HostedFile | { unhostable: string }> {
   const publicUrl = (ext: string) => `${deps.mediaBaseUrl}/${storeId}/${upload.id}.${ext}`;
   switch (sniffed.kind) {
-    case "heif":
-      return { unhostable: hostingMessages.heif };
     case "svg":
       return { unhostable: hostingMessages.svgAsImage };
     case "other":

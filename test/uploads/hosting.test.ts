@@ -1,7 +1,10 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { hostingMessages } from "../../src/uploads/hosting";
+import { privateFileKey } from "../../src/uploads/keys";
 import { seedStore } from "../support/factories";
 import { json } from "../support/http";
-import { png } from "../support/media-bytes";
+import { isoMedia, png } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
 
 describe("complete under concurrency", () => {
@@ -13,9 +16,23 @@ describe("complete under concurrency", () => {
         Array.from({ length: 8 }, () => stage(image, { filename: "a.png", content_type: "image/png" }, owner)),
       );
       const answers = await Promise.all(staged.map((s) => complete(s.token, s.storeId, s.reservation.id)));
-      const statuses = answers.map((answer) => answer.status);
-      expect(statuses).toEqual(Array(8).fill(201));
-      for (const answer of answers) expect((await json<{ type: string }>(answer)).type).toBe("image");
+      const bodies = await Promise.all(
+        answers.map(async (answer) => ({ status: answer.status, body: await json(answer) })),
+      );
+      expect(bodies.filter((answer) => answer.status !== 201)).toEqual([]);
+      for (const { body } of bodies) expect(body.type).toBe("image");
     }
-  });
+  }, 30_000);
+});
+
+describe("bytes that are never hosted", () => {
+  for (const brand of ["heic", "avif"] as const) {
+    it(`${brand.toUpperCase()} bytes prepared as type file answer 422 with the convert-to-JPG-or-PNG message (decisions: under any declared type)`, async () => {
+      const { storeId, token, reservation } = await stage(isoMedia(brand), { filename: "photo.bin", type: "file" });
+      const response = await complete(token, storeId, reservation.id);
+      expect(response.status).toBe(422);
+      expect(await json(response)).toEqual({ message: hostingMessages.heif });
+      expect(await env.BUCKET.get(privateFileKey(storeId, reservation.id))).toBeNull();
+    });
+  }
 });
