@@ -2,6 +2,7 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { integerQuery, Pagination, pagination } from "../http/pagination";
+import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
 import { findDraft, requireProduct } from "../products/queries";
@@ -9,9 +10,7 @@ import { draftCrossSellPage, liveCrossSellPage } from "./queries";
 import { CrossSell } from "./resource";
 
 const Params = z.object({
-  productId: z
-    .uuid({ error: messages.invalidProductId })
-    .openapi({ param: { name: "productId", in: "path" }, description: "Owner product id" }),
+  productId: uuidParam("productId", messages.invalidProductId, "Owner product id"),
 });
 const Query = z.object({
   page: integerQuery({ name: "page", min: 1, fallback: 1 }).openapi({ param: { name: "page", in: "query" } }),

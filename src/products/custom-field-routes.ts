@@ -2,18 +2,15 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
+import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
 import { type DraftFieldOwner, deleteDraftCustomField, deleteLiveCustomField } from "./custom-fields";
 import { draftMessages, readDraftVersion } from "./drafts";
 import { findDraft, findVariant, requireProduct } from "./queries";
 
-const productId = z
-  .uuid({ error: messages.invalidProductId })
-  .openapi({ param: { name: "productId", in: "path" }, description: "Product id" });
-const variantId = z
-  .uuid({ error: messages.invalidVariantId })
-  .openapi({ param: { name: "id", in: "path" }, description: "Variant id" });
+const productId = uuidParam("productId", messages.invalidProductId, "Product id");
+const variantId = uuidParam("id", messages.invalidVariantId, "Variant id");
 const name = z
   .string()
   .openapi({ param: { name: "name", in: "path" }, description: "The field's identity slug (percent-decoded once)" });

@@ -4,38 +4,56 @@ import type { Product, Variant } from "./resource";
 /** How long a `download_url` in a product read stays valid. */
 export const downloadLinkLifetimeMs = 60 * 60 * 1000;
 
-type FileObject = NonNullable<Product["file"]>;
-const privateLocatorPath = /^\/files\/[0-9a-f-]{36}\/[0-9a-f-]{36}\/[^/]+$/;
+/** Whose locators a product read may sign: the request's origin and the product's store. */
+export type SigningScope = { secret: string; origin: string; storeId: string };
 
-async function signed(file: FileObject, secret: string, expiresAt: Date): Promise<FileObject> {
-  let url: URL;
+type FileObject = NonNullable<Product["file"]>;
+const uploadIdAndFilename = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[^/]+$/;
+
+/** Whether `url` is a private locator of one of the store's own uploads, served by this origin. */
+function isOwnLocator(url: string, scope: SigningScope): boolean {
+  let parsed: URL;
   try {
-    url = new URL(file.url);
+    parsed = new URL(url);
   } catch {
-    return file;
+    return false;
   }
-  // Only this service's private locators get a fresh signature; other URLs are kept as stored.
-  if (!privateLocatorPath.test(url.pathname)) return file;
-  return { ...file, download_url: await signFileUrl(secret, file.url, expiresAt) };
+  const storePrefix = `/files/${scope.storeId}/`;
+  return (
+    parsed.origin === scope.origin &&
+    parsed.pathname.startsWith(storePrefix) &&
+    uploadIdAndFilename.test(parsed.pathname.slice(storePrefix.length))
+  );
+}
+
+async function signed(file: FileObject, scope: SigningScope, expiresAt: Date): Promise<FileObject> {
+  // Signing another store's or another host's URL would hand out a working link to bytes this
+  // product does not own, so those URLs are kept exactly as stored.
+  if (!isOwnLocator(file.url, scope)) return file;
+  return { ...file, download_url: await signFileUrl(scope.secret, file.url, expiresAt) };
 }
 
 async function withFiles<T extends { file: FileObject | null; files: FileObject[] }>(
   owner: T,
-  secret: string,
+  scope: SigningScope,
   expiresAt: Date,
 ) {
   return {
     ...owner,
-    file: owner.file ? await signed(owner.file, secret, expiresAt) : null,
-    files: await Promise.all(owner.files.map((file) => signed(file, secret, expiresAt))),
+    file: owner.file ? await signed(owner.file, scope, expiresAt) : null,
+    files: await Promise.all(owner.files.map((file) => signed(file, scope, expiresAt))),
   };
 }
 
-/** The product with a signed, expiring `download_url` on every private file it lists (its variants' too). */
-export async function withSignedDownloads<P extends Product>(product: P, secret: string, now = Date.now()): Promise<P> {
+/** The product with a signed, expiring `download_url` on every file that is one of its store's own private uploads. */
+export async function withSignedDownloads<P extends Product>(
+  product: P,
+  scope: SigningScope,
+  now = Date.now(),
+): Promise<P> {
   const expiresAt = new Date(now + downloadLinkLifetimeMs);
   const variants: Variant[] = await Promise.all(
-    product.variants.map((variant) => withFiles(variant, secret, expiresAt)),
+    product.variants.map((variant) => withFiles(variant, scope, expiresAt)),
   );
-  return { ...(await withFiles(product, secret, expiresAt)), variants };
+  return { ...(await withFiles(product, scope, expiresAt)), variants };
 }

@@ -1,21 +1,26 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
+import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
 import { projectPlatform } from "../platform/select";
-import { withSignedDownloads } from "./downloads";
+import { type SigningScope, withSignedDownloads } from "./downloads";
 import { deleteDraft } from "./drafts";
 import { publishProduct } from "./publish";
-import { readDraftProduct, readLiveProduct, requireProduct } from "./queries";
+import { type ProductRow, readDraftProduct, readLiveProduct, requireProduct } from "./queries";
 import { DraftProduct, Product } from "./resource";
 
 /** Path parameters of product-scoped routes. */
 export const ProductParams = z.object({
-  id: z
-    .uuid({ error: messages.invalidProductId })
-    .openapi({ param: { name: "id", in: "path" }, description: "Product id" }),
+  id: uuidParam("id", messages.invalidProductId, "Product id"),
 });
+
+/** Reads sign only locators this origin issued for the product's own store. */
+function signingScope(c: Context<AppEnv>, product: ProductRow): SigningScope {
+  return { secret: c.env.FILE_SIGNING_SECRET, origin: new URL(c.req.url).origin, storeId: product.storeId };
+}
 
 const readGuard = { ability: "products:read", store: "optional" } as const;
 
@@ -38,10 +43,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     async (c) => {
       const { id } = c.req.valid("param");
       const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      return c.json(
-        await withSignedDownloads(await readLiveProduct(c.var.db, product), c.env.FILE_SIGNING_SECRET),
-        200,
-      );
+      return c.json(await withSignedDownloads(await readLiveProduct(c.var.db, product), signingScope(c, product)), 200);
     },
   )
   .openapi(
@@ -67,7 +69,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       const draft = await readDraftProduct(c.var.db, product);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(id));
-      return c.json(await withSignedDownloads(draft, c.env.FILE_SIGNING_SECRET), 200, {
+      return c.json(await withSignedDownloads(draft, signingScope(c, product)), 200, {
         ETag: `"${draft.draft_version}"`,
       });
     },
@@ -115,7 +117,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
       const published = await requireProduct(c.var.db, id, c.var.caller.scope);
       return c.json(
-        await withSignedDownloads(await readLiveProduct(c.var.db, published), c.env.FILE_SIGNING_SECRET),
+        await withSignedDownloads(await readLiveProduct(c.var.db, published), signingScope(c, published)),
         200,
       );
     },

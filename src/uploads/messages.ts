@@ -31,4 +31,6 @@ export const uploadMessages = {
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
   size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
+  sizeOverLimit: (size: number, limit: number) =>
+    `The upload's size of ${size} bytes is outside the store's upload limit of ${limit} bytes.`,
 } as const;

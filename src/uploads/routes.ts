@@ -5,6 +5,7 @@ import { stores } from "../db/schema";
 import { type AppEnv, numberVar } from "../env";
 import { sha256Hex } from "../http/auth";
 import { ApiError, messages, validationError } from "../http/errors";
+import { uuidParam } from "../http/params";
 import { consumeLimit, rateLimitHeaders, tooManyRequests } from "../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses, openRoute } from "../http/route";
 import { validationHook } from "../http/validate";
@@ -13,12 +14,10 @@ import { stagedKey } from "./keys";
 import { refusalMessage, uploadMessages } from "./messages";
 import { isHeifMediaType, isSvgMediaType } from "./sniff";
 import type { Outcome } from "./store-coordinator";
-import type { HostedFile } from "./upload-state";
+import type { HostedFile, UploadRecord } from "./upload-state";
 
 const UploadParams = z.object({
-  id: z
-    .uuid({ error: messages.invalidUploadId })
-    .openapi({ param: { name: "id", in: "path" }, description: "Upload id" }),
+  id: uuidParam("id", messages.invalidUploadId, "Upload id"),
 });
 
 const PrepareBody = z
@@ -81,6 +80,12 @@ function storeOfToken(token: string): string | null {
   return match?.[1] ?? null;
 }
 
+/** The store's upload size limit in bytes: its own setting, else the configured default. */
+async function storeUploadLimit(c: Context<AppEnv>, storeId: string): Promise<number> {
+  const store = await c.var.db.query.stores.findFirst({ where: eq(stores.id, storeId) });
+  return store?.uploadLimitBytes ?? numberVar(c.env.DEFAULT_UPLOAD_LIMIT_BYTES, 100_000_000);
+}
+
 function mediaBaseUrl(c: Context<AppEnv>): string {
   return (c.env.MEDIA_BASE_URL || `${new URL(c.req.url).origin}/media`).replace(/\/+$/, "");
 }
@@ -121,14 +126,112 @@ const completeLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * Whether storing failed because the body was not Content-Length bytes long (the FixedLengthStream's own
- * errors) or the client went away mid-body, rather than because of the storage. Telling them apart by the
- * error keeps the body on workerd's native pipe: a JS byte counter in the stream doubled the PUT's memory
- * growth and halved its throughput (docs/benchmarks.md, part 3).
+ * Whether storing failed because of the body rather than the storage: it was not Content-Length bytes
+ * long (the FixedLengthStream's own errors), or the client went away mid-body. workerd (2026-11-02)
+ * reports a client gone mid-body to the R2 put as `TypeError: Can't read from request stream because
+ * client disconnected.` once it has noticed, or as `Error: Network connection lost.` when the body's
+ * connection breaks under a read in progress (the same error a caller's aborted or failed body stream
+ * gives a Worker it calls). Telling them apart by the error keeps the body on workerd's native pipe: a JS
+ * byte counter in the stream doubled the PUT's memory growth and halved its throughput
+ * (docs/benchmarks.md, part 3).
  */
-function isBodyLengthMismatch(error: unknown): boolean {
+function isBodyFailure(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error);
-  return /FixedLengthStream|client disconnected/i.test(message);
+  return /FixedLengthStream|client disconnected|Network connection lost/i.test(message);
+}
+
+type StoreResult = { stored: true; finished: Outcome } | { stored: false; cause: "body" | "storage" };
+
+/**
+ * Streams the body into the upload's staged key and records the outcome with the coordinator; a failed
+ * body or write leaves no object behind and the upload `reserved` again.
+ */
+async function storeBody(
+  env: Env,
+  coordinator: ReturnType<typeof storeCoordinator>,
+  storeId: string,
+  upload: UploadRecord,
+  body: ReadableStream,
+  requestId: string,
+): Promise<StoreResult> {
+  // The declared size is known, so the body streams into R2 without ever being held in memory.
+  const key = stagedKey(storeId, upload.id);
+  try {
+    await env.BUCKET.put(key, body.pipeThrough(new FixedLengthStream(upload.size)), {
+      httpMetadata: { contentType: upload.contentType },
+    });
+  } catch (error) {
+    await env.BUCKET.delete(key).catch(() => {});
+    const cause = isBodyFailure(error) ? "body" : "storage";
+    if (cause === "storage") {
+      console.error(
+        JSON.stringify({
+          level: "error",
+          message: "upload: storing bytes failed",
+          request_id: requestId,
+          upload_id: upload.id,
+          error: String(error),
+        }),
+      );
+    }
+    await coordinator.finishPut(upload.id, false);
+    return { stored: false, cause };
+  }
+  const finished = await coordinator.finishPut(upload.id, true);
+  // The reservation lapsed while the bytes streamed in: keep nothing of it.
+  if (!finished.ok) await env.BUCKET.delete(key);
+  return { stored: true, finished };
+}
+
+/**
+ * Keeps `task` running after the client goes away: workerd cancels a request's own continuations when
+ * its client disconnects, which would leave the upload `storing` or `processing` until its lease lapsed.
+ * Hono's test `app.request()` has no execution context; there the request cannot be cancelled anyway.
+ */
+function surviveDisconnect(c: Context<AppEnv>, task: Promise<unknown>) {
+  let hasExecutionContext = true;
+  try {
+    void c.executionCtx;
+  } catch {
+    hasExecutionContext = false;
+  }
+  if (hasExecutionContext) c.executionCtx.waitUntil(task.catch(() => {}));
+}
+
+/**
+ * Hosts an upload its complete has begun and records the outcome: 422 when its size is outside the
+ * store's limit or its bytes cannot be hosted; any other failure hands the upload back as `stored`.
+ */
+async function hostWithinLimit(
+  c: Context<AppEnv>,
+  coordinator: ReturnType<typeof storeCoordinator>,
+  storeId: string,
+  upload: UploadRecord,
+): Promise<HostedFile> {
+  let outcome: Awaited<ReturnType<typeof hostUpload>>;
+  try {
+    // The store's limit may have been lowered since prepare. Checked here, at the 422 step after the
+    // 404/410/409 refusals, and not remembered as the bytes' failure: once the limit is raised again,
+    // a retry hosts them.
+    const limit = await storeUploadLimit(c, storeId);
+    if (upload.size > limit) throw new ApiError(422, uploadMessages.sizeOverLimit(upload.size, limit));
+    outcome = await hostUpload(
+      {
+        bucket: c.env.BUCKET,
+        maxImageEdge: numberVar(c.env.MAX_IMAGE_EDGE, 2560),
+        mediaBaseUrl: mediaBaseUrl(c),
+        origin: new URL(c.req.url).origin,
+      },
+      storeId,
+      upload,
+    );
+  } catch (error) {
+    await coordinator.abandonComplete(upload.id);
+    throw error;
+  }
+  const finished = unwrap(await coordinator.finishComplete(upload.id, outcome), upload.id);
+  if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
+  return finished.result as HostedFile;
 }
 
 const mediaWrite = { ability: "media:write", store: "required" } as const;
@@ -159,8 +262,7 @@ export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
       if (body.type === "image" && isSvgMediaType(body.content_type)) {
         throw validationError({ content_type: [uploadMessages.svgAsImage] });
       }
-      const store = await c.var.db.query.stores.findFirst({ where: eq(stores.id, storeId) });
-      const limit = store?.uploadLimitBytes ?? numberVar(c.env.DEFAULT_UPLOAD_LIMIT_BYTES, 100_000_000);
+      const limit = await storeUploadLimit(c, storeId);
       if (body.size > limit) throw validationError({ size: [uploadMessages.size(limit)] });
 
       const id = crypto.randomUUID();
@@ -238,34 +340,15 @@ export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
         }),
         id,
       );
-      // The declared size is known, so the body streams into R2 without ever being held in memory.
-      const key = stagedKey(storeId, id);
-      try {
-        const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
-        await c.env.BUCKET.put(key, body.pipeThrough(new FixedLengthStream(upload.size)), {
-          httpMetadata: { contentType: upload.contentType },
-        });
-      } catch (error) {
-        await c.env.BUCKET.delete(key).catch(() => {});
-        await coordinator.finishPut(id, false);
-        if (isBodyLengthMismatch(error)) throw new ApiError(400, uploadMessages.bodyLength);
-        console.error(
-          JSON.stringify({
-            level: "error",
-            message: "upload: storing bytes failed",
-            request_id: c.get("requestId"),
-            upload_id: id,
-            error: String(error),
-          }),
-        );
+      const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
+      const storing = storeBody(c.env, coordinator, storeId, upload, body, c.get("requestId"));
+      surviveDisconnect(c, storing);
+      const result = await storing;
+      if (!result.stored) {
+        if (result.cause === "body") throw new ApiError(400, uploadMessages.bodyLength);
         throw new ApiError(503, uploadMessages.storageFailed);
       }
-      const finished = await coordinator.finishPut(id, true);
-      if (!finished.ok) {
-        // The reservation lapsed while the bytes streamed in: keep nothing of it.
-        await c.env.BUCKET.delete(key);
-      }
-      unwrap(finished, id);
+      unwrap(result.finished, id);
       return c.body(null, 204);
     },
   )
@@ -275,7 +358,7 @@ export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
       path: "/media-uploads/{id}/complete",
       summary: "Complete an upload",
       description:
-        "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422.",
+        "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).",
       tags: ["Media uploads"],
       guard: mediaWrite,
       afterGuard: [completeLimit],
@@ -290,25 +373,9 @@ export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
       const storeId = c.var.caller.storeId as string;
       const coordinator = storeCoordinator(c.env, storeId);
       const upload = unwrap(await coordinator.beginComplete(id), id);
-      let outcome: Awaited<ReturnType<typeof hostUpload>>;
-      try {
-        outcome = await hostUpload(
-          {
-            bucket: c.env.BUCKET,
-            maxImageEdge: numberVar(c.env.MAX_IMAGE_EDGE, 2560),
-            mediaBaseUrl: mediaBaseUrl(c),
-            origin: new URL(c.req.url).origin,
-          },
-          storeId,
-          upload,
-        );
-      } catch (error) {
-        await coordinator.abandonComplete(id);
-        throw error;
-      }
-      const finished = unwrap(await coordinator.finishComplete(id, outcome), id);
-      if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
-      return c.json(finished.result as HostedFile, 201);
+      const completing = hostWithinLimit(c, coordinator, storeId, upload);
+      surviveDisconnect(c, completing);
+      return c.json(await completing, 201);
     },
   )
   .openapi(

@@ -17,6 +17,12 @@ import {
   type UploadRecord,
 } from "./upload-state";
 
+/**
+ * How many lapsed uploads one alarm run removes: one R2 delete call takes at most 1000 keys, and a
+ * bounded run keeps a backlog (say after an outage) from overrunning the alarm's time and memory.
+ */
+export const expiryBatchSize = 500;
+
 type Row = {
   id: string;
   token_hash: string;
@@ -131,13 +137,22 @@ export class StoreCoordinator extends DurableObject<Env> {
     };
   }
 
-  /** Deletes every lapsed, uncompleted upload and its staged bytes, then waits for the next one. */
+  /** Deletes one batch of lapsed, uncompleted uploads and their staged bytes, then waits for the next one. */
   override async alarm(): Promise<void> {
-    const now = Date.now();
+    await this.removeLapsed(expiryBatchSize);
+  }
+
+  /**
+   * Deletes up to `batchSize` of the longest-lapsed uploads and their staged bytes in one R2 call, and
+   * answers how many it removed. When more remain, the alarm is set to run again at once rather than
+   * at the next expiry, so a backlog drains batch by batch without one run outgrowing its limits.
+   */
+  async removeLapsed(batchSize: number, now = Date.now()): Promise<number> {
     const lapsed = this.sql
       .exec<{ id: string; store_id: string }>(
-        "SELECT id, store_id FROM uploads WHERE state <> 'completed' AND expires_at <= ?",
+        "SELECT id, store_id FROM uploads WHERE state <> 'completed' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
         now,
+        batchSize,
       )
       .toArray();
     if (lapsed.length > 0) {
@@ -145,7 +160,9 @@ export class StoreCoordinator extends DurableObject<Env> {
       await this.env.BUCKET.delete(lapsed.map((row) => stagedKey(row.store_id, row.id)));
       for (const row of lapsed) this.sql.exec("DELETE FROM uploads WHERE id = ? AND expires_at <= ?", row.id, now);
     }
-    await this.scheduleCleanup();
+    if (lapsed.length === batchSize) await this.ctx.storage.setAlarm(Date.now());
+    else await this.scheduleCleanup();
+    return lapsed.length;
   }
 
   private async scheduleCleanup() {

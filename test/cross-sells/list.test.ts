@@ -49,6 +49,13 @@ describe("GET /products/{productId}/cross-sells", () => {
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 1 });
   });
 
+  it("matches the product id case-insensitively: an upper-case id lists the product's cross-sells", async () => {
+    const { token, product, crossSells } = await productWith(2);
+    const response = await list(product.id.toUpperCase(), token);
+    expect(response.status).toBe(200);
+    expect((await json<List>(response)).items.map((item) => item.id)).toEqual(crossSells.map((item) => item.id));
+  });
+
   it("rule 1 and 2: includes inactive cross-sells, in display order", async () => {
     const { storeId, token } = await seedStore();
     const items = [crossSell(0), crossSell(1, { active: false }), crossSell(2)];

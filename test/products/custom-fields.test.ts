@@ -61,6 +61,17 @@ describe("live custom-field deletes", () => {
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
+  it("matches path ids case-insensitively: upper-case product and variant ids delete their fields", async () => {
+    const { token, product, variantId } = await liveProduct();
+    expect((await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token)).status).toBe(204);
+    expect((await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token)).status).toBe(204);
+    const body = await json<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
+      await api(`/products/${product.id}`, { token }),
+    );
+    expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
+    expect(names(body.variants[0]?.custom_fields)).toEqual(["0:colour"]);
+  });
+
   it("rule 2: a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
     const { token, product } = await liveProduct();
     expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DraftProduct, Product, Variant } from "../../src/products/resource";
 import { productInput, seed, seedProduct, seedStore, uuid, variantInput } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, json, origin } from "../support/http";
 
 describe("GET /products/{id}", () => {
   it("returns the Product resource with every field of the specification, null-valued ones as null", async () => {
@@ -21,6 +21,14 @@ describe("GET /products/{id}", () => {
     expect(Object.keys(variant ?? {}).sort()).toEqual(Object.keys(Variant.shape).sort());
     expect(variant).toMatchObject({ type: "one_time", recurring_options: null, upsells: [], custom_fields: null });
     expect(Product.safeParse(body).success).toBe(true);
+  });
+
+  it("matches the product id case-insensitively: an upper-case id of an existing product finds it", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    const response = await api(`/products/${product.id.toUpperCase()}`, { token });
+    expect(response.status).toBe(200);
+    expect((await json(response)).id).toBe(product.id);
   });
 
   it("lists custom fields as {name, enabled, order, ...definition} sorted by order", async () => {
@@ -163,5 +171,41 @@ describe("file download links", () => {
     const download = await exports.default.fetch(body.file.download_url);
     expect(download.status).toBe(200);
     expect(await download.text()).toBe("PDF bytes");
+  });
+
+  it("signs only locators of the product's own store on this origin; another store's locator and a foreign host stay as stored", async () => {
+    const { storeId, token } = await seedStore();
+    const otherStoreId = uuid();
+    const ownLocator = `${origin}/files/${storeId}/${uuid()}/own.pdf`;
+    const otherStore = {
+      name: "theirs.pdf",
+      url: `${origin}/files/${otherStoreId}/${uuid()}/theirs.pdf`,
+      download_url: "stored-other-store",
+    };
+    const foreignHost = {
+      name: "foreign.pdf",
+      url: `https://evil.example/files/${storeId}/${uuid()}/foreign.pdf`,
+      download_url: "stored-foreign-host",
+    };
+    const variantFile = {
+      name: "variant.pdf",
+      url: `https://evil.example/files/${storeId}/${uuid()}/v.pdf`,
+      download_url: "",
+    };
+    const product = await seedProduct(storeId, {
+      files: [{ name: "own.pdf", url: ownLocator, download_url: "stale" }, otherStore, foreignHost],
+      variants: [variantInput({ file: variantFile }) as never],
+    });
+    const body = await json<{
+      files: { name: string; url: string; download_url: string }[];
+      variants: { file: { download_url: string } }[];
+    }>(await api(`/products/${product.id}`, { token }));
+    const [own, theirs, foreign] = body.files;
+    const signed = new URL(own?.download_url ?? "");
+    expect(signed.origin + signed.pathname).toBe(ownLocator);
+    expect(signed.searchParams.get("signature")).toMatch(/^[0-9a-f]{64}$/);
+    expect(theirs).toEqual(otherStore);
+    expect(foreign).toEqual(foreignHost);
+    expect(body.variants[0]?.file.download_url).toBe("");
   });
 });

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { env, exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
 import { hostingMessages } from "../../src/uploads/hosting";
 import { mediaKey, stagedKey } from "../../src/uploads/keys";
@@ -46,6 +46,24 @@ function putBytes(
     headers: { ...reservation.upload_request.headers, "CF-Connecting-IP": ip, ...headers },
   });
 }
+
+const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
+
+/** The upload's stored state as its coordinator keeps it (`storing` and `processing` included). */
+const storedState = (storeId: string, id: string) =>
+  runInDurableObject(
+    coordinatorOf(storeId),
+    (_instance, state) =>
+      state.storage.sql.exec<{ state: string }>("SELECT state FROM uploads WHERE id = ?", id).one().state,
+  );
+
+async function setUploadLimit(storeId: string, bytes: number) {
+  await env.DB.prepare("UPDATE stores SET upload_limit_bytes = ? WHERE id = ?").bind(bytes, storeId).run();
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const complete = (token: string, store: string, id: string) =>
   api(`/media-uploads/${id}/complete`, { method: "POST", token, store });
@@ -289,6 +307,17 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
     expect((await putBytes(reservation, bytes)).status).toBe(409);
   });
 
+  it("order: already stored (409) comes before a differing Content-Type or Content-Length (422)", async () => {
+    const { storeId, token } = await seedStore();
+    const reservation = await reserve(token, storeId, new Uint8Array(5), { content_type: "image/png" });
+    expect((await putBytes(reservation, new Uint8Array(5))).status).toBe(204);
+    const wrongType = await putBytes(reservation, new Uint8Array(5), { "Content-Type": "image/jpeg" });
+    expect(wrongType.status).toBe(409);
+    const wrongLength = await putBytes(reservation, new Uint8Array(6), { "Content-Length": "6" });
+    expect(wrongLength.status).toBe(409);
+    expect(await json(wrongLength)).toEqual({ message: "The bytes of this upload are already stored." });
+  });
+
   it("race: two concurrent PUTs of one upload give one 204 and one 409", async () => {
     const { storeId, token } = await seedStore();
     const bytes = new Uint8Array(200_000).fill(3);
@@ -358,6 +387,37 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
     expect((await json(await api(`/media-uploads/${reservation.id}`, { token, store: storeId }))).state).toBe(
       "reserved",
     );
+  });
+
+  it("a client that disconnects mid-body is a short body: nothing stored, the upload reserved again, no error logged", async () => {
+    const { storeId, token } = await seedStore();
+    const size = 100_000;
+    const reservation = await reserve(token, storeId, new Uint8Array(size));
+    const errorLog = vi.spyOn(console, "error");
+    const client = new AbortController();
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new Uint8Array(400));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        client.abort();
+      },
+    });
+    // Through the Worker's own fetch the abort reaches the handler as workerd's real disconnect: the
+    // request is cancelled and the R2 put fails with workerd's own error, not a test double's.
+    const request = new Request(reservation.upload_request.url, {
+      method: "PUT",
+      body,
+      headers: { ...reservation.upload_request.headers, "CF-Connecting-IP": freshIp() },
+      duplex: "half",
+      signal: client.signal,
+    } as RequestInit);
+    await expect(exports.default.fetch(request)).rejects.toThrow();
+    await vi.waitFor(async () => expect(await storedState(storeId, reservation.id)).toBe("reserved"), {
+      timeout: 5000,
+    });
+    expect(errorLog).not.toHaveBeenCalled();
+    expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).toBeNull();
+    expect((await putBytes(reservation, new Uint8Array(size))).status).toBe(204);
   });
 
   it("limit: the 21st PUT from one IP in a window gets 429 with Retry-After; another IP is unaffected", async () => {
@@ -573,6 +633,52 @@ describe("POST /media-uploads/{id}/complete", () => {
     expect((await env.BUCKET.list({ prefix: `media/${storeId}/` })).objects).toEqual([]);
   });
 
+  it("answers 422 naming the limit when the store's upload limit was lowered below the size after prepare; nothing is hosted and the upload stays stored", async () => {
+    const { storeId, token } = await seedStore({ store: { upload_limit_bytes: 1_000_000 } });
+    const bytes = isoMedia("isom");
+    const reservation = await reserve(token, storeId, bytes, { content_type: "video/mp4" });
+    expect((await putBytes(reservation, bytes)).status).toBe(204);
+    const lowered = bytes.length - 1;
+    await setUploadLimit(storeId, lowered);
+
+    const refused = await complete(token, storeId, reservation.id);
+    expect(refused.status).toBe(422);
+    const body = await json<{ message: string }>(refused);
+    expect(body).toEqual({ message: uploadMessages.sizeOverLimit(bytes.length, lowered) });
+    expect(body.message).toContain(`${lowered} bytes`);
+    expect((await env.BUCKET.list({ prefix: `media/${storeId}/` })).objects).toEqual([]);
+    expect(await storedState(storeId, reservation.id)).toBe("stored");
+    // The refusal is the limit's, not the bytes': once the limit allows them, complete hosts them.
+    await setUploadLimit(storeId, bytes.length);
+    expect((await complete(token, storeId, reservation.id)).status).toBe(201);
+  });
+
+  it("a complete that died mid-conversion holds the upload (409 being processed) only until its lease lapses; then complete hosts it", async () => {
+    const { storeId, token } = await seedStore();
+    const bytes = isoMedia("isom");
+    const reservation = await reserve(token, storeId, bytes, { content_type: "video/mp4" });
+    expect((await putBytes(reservation, bytes)).status).toBe(204);
+    const coordinator = coordinatorOf(storeId);
+    // How far a complete gets before its isolate is killed over memory or CPU: begun, never finished
+    // nor abandoned.
+    expect((await coordinator.beginComplete(reservation.id)).ok).toBe(true);
+    const blocked = await complete(token, storeId, reservation.id);
+    expect(blocked.status).toBe(409);
+    expect(await json(blocked)).toEqual({ message: "This upload is being processed by another request." });
+
+    // The lease (upload-state.ts leaseMs) lapses: moving the stored lease into the past is the same.
+    await runInDurableObject(coordinator, (_instance, state) => {
+      state.storage.sql.exec("UPDATE uploads SET lease_until = ? WHERE id = ?", Date.now() - 1, reservation.id);
+    });
+    const retried = await complete(token, storeId, reservation.id);
+    expect(retried.status).toBe(201);
+    expect(await json(retried)).toEqual({
+      name: "plik.bin",
+      file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
+      type: "video",
+    });
+  });
+
   it("rule 2: a still image prepared as image is converted to WebP (file_url ends in .webp)", async () => {
     const bytes = await png(300, 200);
     const { storeId, reservation, response } = await host(bytes, { filename: "baner.png", content_type: "image/png" });
@@ -600,6 +706,40 @@ describe("GET /media-uploads/{id}", () => {
       expires_at: reservation.expires_at,
       result: { name: "plik.bin", file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`, type: "video" },
     });
+  });
+
+  it("matches upload ids case-insensitively: an upper-case id works on the byte PUT, complete and GET", async () => {
+    const { storeId, token } = await seedStore();
+    const bytes = isoMedia("isom");
+    const reservation = await reserve(token, storeId, bytes, { content_type: "video/mp4" });
+    const upperId = reservation.id.toUpperCase();
+    expect(upperId).not.toBe(reservation.id);
+    expect((await putBytes({ ...reservation, id: upperId }, bytes)).status).toBe(204);
+    const completed = await complete(token, storeId, upperId);
+    expect(completed.status).toBe(201);
+    expect((await json<{ file_url: string }>(completed)).file_url).toBe(
+      `${origin}/media/${storeId}/${reservation.id}.mp4`,
+    );
+    const read = await api(`/media-uploads/${upperId}`, { token, store: storeId });
+    expect(read.status).toBe(200);
+    expect(await json(read)).toMatchObject({ id: reservation.id, state: "completed" });
+  });
+
+  it("order: a missing or bad X-Service-Store (400) before media:write (403) before a malformed id (400)", async () => {
+    const { storeId, token } = await seedStore();
+    const missing = await api("/media-uploads/not-a-uuid", { token });
+    expect(missing.status).toBe(400);
+    expect(await json(missing)).toEqual({ message: "The X-Service-Store header is required." });
+    const badStore = await api("/media-uploads/not-a-uuid", { token, store: "not-a-store" });
+    expect(badStore.status).toBe(400);
+    expect(await json(badStore)).toEqual({ message: "Invalid store ID." });
+    const reader = await seedToken([storeId], ["products:read"]);
+    const refused = await api("/media-uploads/not-a-uuid", { token: reader, store: storeId });
+    expect(refused.status).toBe(403);
+    expect(await json(refused)).toEqual({ message: "This action is unauthorized." });
+    const malformed = await api("/media-uploads/not-a-uuid", { token, store: storeId });
+    expect(malformed.status).toBe(400);
+    expect(await json(malformed)).toEqual({ message: "Invalid upload ID." });
   });
 
   it("answers another store's upload 404", async () => {

@@ -1,0 +1,112 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { stagedKey } from "../../src/uploads/keys";
+import { expiryBatchSize, type NewUpload } from "../../src/uploads/store-coordinator";
+import { uuid } from "../support/factories";
+
+const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
+
+function newUpload(expiresAt: number): NewUpload {
+  return {
+    id: uuid(),
+    tokenHash: "hash",
+    filename: "plik.bin",
+    contentType: "application/octet-stream",
+    size: 3,
+    type: "file",
+    expiresAt,
+  };
+}
+
+/**
+ * Reserves `count` uploads of a fresh store expiring one millisecond apart from `firstExpiry`, oldest
+ * first, with staged bytes for those `hasBytes` picks.
+ */
+async function reserveMany(count: number, firstExpiry: number, hasBytes: (index: number) => boolean) {
+  const storeId = uuid();
+  const coordinator = coordinatorOf(storeId);
+  const uploads: NewUpload[] = [];
+  for (let index = 0; index < count; index++) {
+    const upload = newUpload(firstExpiry + index);
+    await coordinator.reserve(storeId, upload);
+    if (hasBytes(index)) await env.BUCKET.put(stagedKey(storeId, upload.id), "abc");
+    uploads.push(upload);
+  }
+  return { storeId, coordinator, uploads };
+}
+
+const remainingIds = (coordinator: ReturnType<typeof coordinatorOf>) =>
+  runInDurableObject(coordinator, (_instance, state) =>
+    state.storage.sql
+      .exec<{ id: string }>("SELECT id FROM uploads ORDER BY expires_at")
+      .toArray()
+      .map((row) => row.id),
+  );
+
+/** Every key list the coordinators hand to one R2 delete call, in order. */
+function recordDeleteCalls() {
+  const calls: string[][] = [];
+  const original = env.BUCKET.delete.bind(env.BUCKET);
+  vi.spyOn(env.BUCKET, "delete").mockImplementation((keys: string | string[]) => {
+    calls.push(Array.isArray(keys) ? keys : [keys]);
+    return original(keys);
+  });
+  return calls;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("expiry alarm batches", () => {
+  it("removes at most one batch of the longest-lapsed uploads per run, in one R2 delete, and re-arms at once while more remain", async () => {
+    const start = Date.now();
+    // Expiring a minute ahead keeps the object's own alarm out of the way; removal is asked to look later.
+    const { storeId, coordinator, uploads } = await reserveMany(7, start + 60_000, () => true);
+    const later = start + 120_000;
+    const deletes = recordDeleteCalls();
+
+    const first = await runInDurableObject(coordinator, async (instance, state) => ({
+      removed: await instance.removeLapsed(3, later),
+      alarm: await state.storage.getAlarm(),
+    }));
+    expect(first.removed).toBe(3);
+    expect(first.alarm).not.toBeNull();
+    expect(first.alarm as number).toBeLessThanOrEqual(Date.now());
+    expect(await remainingIds(coordinator)).toEqual(uploads.slice(3).map((upload) => upload.id));
+    expect(deletes).toEqual([uploads.slice(0, 3).map((upload) => stagedKey(storeId, upload.id))]);
+    for (const upload of uploads.slice(0, 3)) expect(await env.BUCKET.head(stagedKey(storeId, upload.id))).toBeNull();
+    for (const upload of uploads.slice(3)) expect(await env.BUCKET.head(stagedKey(storeId, upload.id))).not.toBeNull();
+
+    const second = await runInDurableObject(coordinator, (instance) => instance.removeLapsed(3, later));
+    const last = await runInDurableObject(coordinator, (instance) => instance.removeLapsed(3, later));
+    expect([second, last]).toEqual([3, 1]);
+    expect(await remainingIds(coordinator)).toEqual([]);
+    const batchDeletes = deletes.filter((keys) => keys.some((key) => key.includes(storeId)));
+    expect(batchDeletes.map((keys) => keys.length)).toEqual([3, 3, 1]);
+  });
+
+  it(`the alarm itself drains more than ${expiryBatchSize} lapsed uploads in runs of at most ${expiryBatchSize} keys per R2 delete`, async () => {
+    const count = expiryBatchSize + 20;
+    const deletes = recordDeleteCalls();
+    // Bytes for a few are enough to see them go; deleting a key that has none is harmless.
+    const sampledIndexes = [0, expiryBatchSize, count - 1];
+    const { storeId, coordinator, uploads } = await reserveMany(count, Date.now() + 2000, (index) =>
+      sampledIndexes.includes(index),
+    );
+    const sampled = uploads.filter((_upload, index) => sampledIndexes.includes(index));
+
+    await vi.waitFor(
+      async () => {
+        expect(await remainingIds(coordinator)).toEqual([]);
+      },
+      { timeout: 15_000, interval: 200 },
+    );
+    const storeDeletes = deletes.filter((keys) => keys.some((key) => key.includes(storeId)));
+    expect(storeDeletes.length).toBeGreaterThanOrEqual(2);
+    for (const keys of storeDeletes) expect(keys.length).toBeLessThanOrEqual(expiryBatchSize);
+    expect(storeDeletes.flat().sort()).toEqual(uploads.map((upload) => stagedKey(storeId, upload.id)).sort());
+    for (const upload of sampled) expect(await env.BUCKET.head(stagedKey(storeId, upload.id))).toBeNull();
+  }, 30_000);
+});
