@@ -5,7 +5,7 @@ import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import { crossSellRoutes } from "./cross-sells/routes";
-import { createDb } from "./db/client";
+import { d1Session } from "./db/session";
 import { devFixturesEnabled, devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { apiCors } from "./http/cors";
@@ -65,10 +65,10 @@ export function createApp() {
     "*",
     requestId({ headerName: "", generator: (c) => c.req.header("CF-Ray") || crypto.randomUUID() }),
     async (c, next) => {
-      c.set("db", createDb(c.env.DB));
       await next();
       c.header("X-Request-Id", c.get("requestId"));
     },
+    d1Session,
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c, methods) => {

@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 
 /** Headers browser code may read on API responses. */
-export const exposedHeaders = ["Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "ETag"];
+export const exposedHeaders = ["Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "ETag", "X-D1-Bookmark"];
 
 /** CORS for bearer routes: only the origins listed in `CORS_ORIGINS` (comma-separated). */
 export const bearerCors = cors({
@@ -13,7 +13,7 @@ export const bearerCors = cors({
       .filter(Boolean);
     return allowed.includes(origin) ? origin : null;
   },
-  allowHeaders: ["Authorization", "Content-Type", "X-Service-Store"],
+  allowHeaders: ["Authorization", "Content-Type", "X-Service-Store", "X-D1-Bookmark"],
   allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
   exposeHeaders: exposedHeaders,
   maxAge: 600,

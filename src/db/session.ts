@@ -1,0 +1,33 @@
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../env";
+import { createDb } from "./client";
+
+/** The header that carries a D1 session bookmark to the client and back, so it reads its own writes. */
+export const bookmarkHeader = "X-D1-Bookmark";
+
+/**
+ * Bookmarks are opaque, but D1 refuses malformed ones with an error; what a client may send back is
+ * bounded to the characters and length bookmarks have, anything else is ignored (as if absent).
+ */
+const bookmarkShape = /^[0-9a-f]+(-[0-9a-f]+){1,7}$/i;
+const maxBookmarkLength = 256;
+
+/** The session constraint of a request: reads go to the nearest replica at least as new as the client's bookmark. */
+export function sessionConstraint(method: string, bookmark: string | undefined): string {
+  if (method !== "GET" && method !== "HEAD") return "first-primary";
+  const sent = bookmark?.trim();
+  return sent && sent.length <= maxBookmarkLength && bookmarkShape.test(sent) ? sent : "first-unconstrained";
+}
+
+/**
+ * Gives every request a D1 session (Sessions API): read routes may be served by a read replica near the
+ * Worker, writes go to the primary, and the response carries the session's bookmark for the next call.
+ */
+export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const session = c.env.DB.withSession(sessionConstraint(c.req.method, c.req.header(bookmarkHeader)));
+  // Drizzle's D1 driver needs only prepare() and batch(), which a session has.
+  c.set("db", createDb(session as unknown as D1Database));
+  await next();
+  const bookmark = session.getBookmark();
+  if (bookmark) c.header(bookmarkHeader, bookmark);
+};
