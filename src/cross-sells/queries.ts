@@ -14,15 +14,13 @@ const complete = and(
   isNotNull(crossSells.validityMinutes),
 );
 
-/** One page of a product's complete live cross-sells in display order, and how many there are. */
-export async function liveCrossSellPage(
-  db: Database,
-  productId: string,
-  page: number,
-  perPage: number,
-): Promise<CrossSellPage> {
+/**
+ * The two statements of one page of a product's complete live cross-sells in display order and their
+ * count, unexecuted, so the route sends them in one batch with the product's own lookup.
+ */
+export function liveCrossSellQueries(db: Database, productId: string, page: number, perPage: number) {
   const ofProduct = and(eq(crossSells.ownerProductId, productId), complete);
-  const [rows, [counted]] = await db.batch([
+  return [
     db
       .select()
       .from(crossSells)
@@ -31,7 +29,13 @@ export async function liveCrossSellPage(
       .limit(perPage)
       .offset((page - 1) * perPage),
     db.select({ total: count() }).from(crossSells).where(ofProduct),
-  ]);
+  ] as const;
+}
+
+type CrossSellRow = typeof crossSells.$inferSelect;
+
+/** The page the statements of {@link liveCrossSellQueries} answered. */
+export function liveCrossSellPage(rows: CrossSellRow[], counted: { total: number }[]): CrossSellPage {
   const items = rows.map((row) =>
     completeCrossSell({
       id: row.id,
@@ -51,7 +55,7 @@ export async function liveCrossSellPage(
       active: row.active,
     }),
   );
-  return { items: items.filter((item) => item !== null), total: counted?.total ?? 0 };
+  return { items: items.filter((item) => item !== null), total: counted[0]?.total ?? 0 };
 }
 
 /** The same page over an overlay's cross-sell collection. */

@@ -5,8 +5,8 @@ import { integerQuery, Pagination, pagination } from "../http/pagination";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { validationHook } from "../http/validate";
-import { findDraft, requireProduct } from "../products/queries";
-import { draftCrossSellPage, liveCrossSellPage } from "./queries";
+import { foundProduct, productInScope, readProductAndDraft } from "../products/queries";
+import { draftCrossSellPage, liveCrossSellPage, liveCrossSellQueries } from "./queries";
 import { CrossSell } from "./resource";
 
 const Params = z.object({
@@ -44,8 +44,13 @@ export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   .openapi(listRoute("/products/{productId}/cross-sells", "List a product's cross-sells", listRules), async (c) => {
     const { productId } = c.req.valid("param");
     const { page, per_page: perPage } = c.req.valid("query");
-    const product = await requireProduct(c.var.db, productId, c.var.caller.scope);
-    const { items, total } = await liveCrossSellPage(c.var.db, product.id, page, perPage);
+    const db = c.var.db;
+    const [productRows, rows, counted] = await db.batch([
+      productInScope(db, productId, c.var.caller.scope),
+      ...liveCrossSellQueries(db, productId, page, perPage),
+    ]);
+    foundProduct(productRows, productId);
+    const { items, total } = liveCrossSellPage(rows, counted);
     return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
   })
   .openapi(
@@ -53,8 +58,7 @@ export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
     async (c) => {
       const { productId } = c.req.valid("param");
       const { page, per_page: perPage } = c.req.valid("query");
-      const product = await requireProduct(c.var.db, productId, c.var.caller.scope);
-      const draft = await findDraft(c.var.db, product.id);
+      const { product, draft } = await readProductAndDraft(c.var.db, productId, c.var.caller.scope);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
       const { items, total } = draftCrossSellPage(draft.document.cross_sells, page, perPage);
       return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);

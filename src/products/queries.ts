@@ -9,13 +9,28 @@ import { draftProductView, liveProductView } from "./serialize";
 export type ProductRow = typeof products.$inferSelect;
 
 /**
- * The product with `id` if it belongs to one of the `scope` stores and is not archived; other
- * stores' and archived products are indistinguishable from unknown ones.
+ * The query for the product with `id` if it belongs to one of the `scope` stores and is not archived
+ * (other stores' and archived products are indistinguishable from unknown ones), unexecuted so a read can
+ * send it in one batch with what it reads next.
  */
+export function productInScope(db: Database, id: string, scope: readonly string[]) {
+  return db
+    .select()
+    .from(products)
+    .where(and(eq(products.id, id), inArray(products.storeId, [...scope]), ne(products.status, "archived")))
+    .limit(1);
+}
+
+/** The row of {@link productInScope}, answering 404 with the specification's message when there is none. */
+export function foundProduct(rows: ProductRow[], id: string): ProductRow {
+  const [product] = rows;
+  if (!product) throw new ApiError(404, messages.productNotFound(id));
+  return product;
+}
+
+/** The product with `id` in `scope`, or null (see {@link productInScope}). */
 export async function findProduct(db: Database, id: string, scope: readonly string[]): Promise<ProductRow | null> {
-  const product = await db.query.products.findFirst({
-    where: and(eq(products.id, id), inArray(products.storeId, [...scope]), ne(products.status, "archived")),
-  });
+  const [product] = await productInScope(db, id, scope);
   return product ?? null;
 }
 
@@ -26,14 +41,23 @@ export async function requireProduct(db: Database, id: string, scope: readonly s
   return product;
 }
 
-/** The Product resource of a live product, read in one round trip. */
-export async function readLiveProduct(db: Database, product: ProductRow): Promise<Product> {
-  const [variantRows, fieldRows, draftRows] = await db.batch([
-    db.select().from(variants).where(eq(variants.productId, product.id)).orderBy(asc(variants.position)),
-    db.select().from(customFields).where(eq(customFields.productId, product.id)),
-    db.select({ productId: drafts.productId }).from(drafts).where(eq(drafts.productId, product.id)),
+/**
+ * The live Product resource of `id` in `scope`, with its row, read in one round trip: the product's own
+ * statement decides whether it exists; the others, keyed by the same id, are discarded when it does not.
+ */
+export async function readLiveProduct(
+  db: Database,
+  id: string,
+  scope: readonly string[],
+): Promise<{ product: ProductRow; resource: Product }> {
+  const [productRows, variantRows, fieldRows, draftRows] = await db.batch([
+    productInScope(db, id, scope),
+    db.select().from(variants).where(eq(variants.productId, id)).orderBy(asc(variants.position)),
+    db.select().from(customFields).where(eq(customFields.productId, id)),
+    db.select({ productId: drafts.productId }).from(drafts).where(eq(drafts.productId, id)),
   ]);
-  return liveProductView(product, variantRows, fieldRows, draftRows.length > 0);
+  const product = foundProduct(productRows, id);
+  return { product, resource: liveProductView(product, variantRows, fieldRows, draftRows.length > 0) };
 }
 
 /** The product's overlay with its version, or null when it has none. */
@@ -43,10 +67,28 @@ export async function findDraft(db: Database, productId: string) {
   return { ...draft, document: DraftDocument.parse(draft.document) };
 }
 
-/** The draft read of a product, or null when it has no overlay. */
-export async function readDraftProduct(db: Database, product: ProductRow): Promise<DraftProduct | null> {
-  const draft = await findDraft(db, product.id);
-  return draft ? draftProductView(product, draft.document, draft.draftVersion) : null;
+/** The product `id` in `scope` and its overlay (null when it has none), read in one round trip. */
+export async function readProductAndDraft(db: Database, id: string, scope: readonly string[]) {
+  const [productRows, draftRows] = await db.batch([
+    productInScope(db, id, scope),
+    db.select().from(drafts).where(eq(drafts.productId, id)).limit(1),
+  ]);
+  const product = foundProduct(productRows, id);
+  const [draft] = draftRows;
+  return {
+    product,
+    draft: draft ? { ...draft, document: DraftDocument.parse(draft.document) } : null,
+  };
+}
+
+/** The draft read of a product in `scope`, or a null draft when it has no overlay; one round trip. */
+export async function readDraftProduct(
+  db: Database,
+  id: string,
+  scope: readonly string[],
+): Promise<{ product: ProductRow; resource: DraftProduct | null }> {
+  const { product, draft } = await readProductAndDraft(db, id, scope);
+  return { product, resource: draft ? draftProductView(product, draft.document, draft.draftVersion) : null };
 }
 
 /** A variant with its product, if the product is in `scope` and not archived; else null. */

@@ -42,8 +42,8 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      return c.json(await withSignedDownloads(await readLiveProduct(c.var.db, product), signingScope(c, product)), 200);
+      const { product, resource } = await readLiveProduct(c.var.db, id, c.var.caller.scope);
+      return c.json(await withSignedDownloads(resource, signingScope(c, product)), 200);
     },
   )
   .openapi(
@@ -66,8 +66,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      const draft = await readDraftProduct(c.var.db, product);
+      const { product, resource: draft } = await readDraftProduct(c.var.db, id, c.var.caller.scope);
       if (!draft) throw new ApiError(404, messages.productHasNoDraft(id));
       return c.json(await withSignedDownloads(draft, signingScope(c, product)), 200, {
         ETag: `"${draft.draft_version}"`,
@@ -115,10 +114,7 @@ export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHo
       const { id } = c.req.valid("param");
       const product = await requireProduct(c.var.db, id, c.var.caller.scope);
       await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
-      const published = await requireProduct(c.var.db, id, c.var.caller.scope);
-      return c.json(
-        await withSignedDownloads(await readLiveProduct(c.var.db, published), signingScope(c, published)),
-        200,
-      );
+      const { product: published, resource } = await readLiveProduct(c.var.db, id, c.var.caller.scope);
+      return c.json(await withSignedDownloads(resource, signingScope(c, published)), 200);
     },
   );
