@@ -43,7 +43,12 @@ function createApi() {
   api.route("/", subscriptionRoutes);
   api.route("/_dev", devRoutes);
 
-  api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", { type: "http", scheme: "bearer" });
+  api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description:
+      "An API token of the store, as `Authorization: Bearer <token>`. Each edge isolate remembers a verified token for up to `TOKEN_CACHE_SECONDS` (30 by default), so revoking a token or changing its stores or abilities takes effect within that time; an unknown token is remembered as unknown for a few seconds.",
+  });
   api.doc31("/openapi.json", (c) => ({
     openapi: "3.1.0",
     info: {

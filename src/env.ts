@@ -17,3 +17,9 @@ export function numberVar(value: string | undefined, fallback: number): number {
   const parsed = Number(value);
   return value !== undefined && value !== "" && Number.isFinite(parsed) && parsed > 0 ? parsed : fallback;
 }
+
+/** Reads a numeric configuration variable where 0 is meaningful (e.g. "cache nothing"). */
+export function nonNegativeVar(value: string | undefined, fallback: number): number {
+  const parsed = Number(value);
+  return value !== undefined && value !== "" && Number.isFinite(parsed) && parsed >= 0 ? parsed : fallback;
+}

@@ -3,9 +3,10 @@ import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { createDb, type Database } from "../db/client";
 import { apiTokens } from "../db/schema";
-import { type AppEnv, numberVar } from "../env";
+import { type AppEnv, nonNegativeVar, numberVar } from "../env";
 import { ApiError, messages } from "./errors";
-import { consumeLimit, rateLimitHeaders, tooManyRequests } from "./rate-limit";
+import { rateLimitHeaders, takeGeneralLimit, tooManyRequests } from "./rate-limit";
+import { DEFAULT_TOKEN_CACHE_SECONDS, TokenCache, type VerifiedToken } from "./token-cache";
 
 export const abilities = [
   "media:write",
@@ -50,14 +51,27 @@ function constantTimeEqual(a: string, b: string): boolean {
   return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
 }
 
-/** Finds the token behind an `Authorization` header value; null for anything not a known bearer token. */
-export async function authenticate(db: Database, authorization: string | undefined) {
+/** This isolate's verified tokens (see token-cache.ts): a warm request reads no D1. */
+export const tokenCache = new TokenCache();
+
+/**
+ * Finds the token behind an `Authorization` header value; null for anything not a known bearer token.
+ * A token read from D1 is trusted for `cacheSeconds` in this isolate, so revoking one takes that long.
+ */
+export async function authenticate(
+  db: Database,
+  authorization: string | undefined,
+  cacheSeconds = DEFAULT_TOKEN_CACHE_SECONDS,
+): Promise<VerifiedToken | null> {
   const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(authorization?.trim() ?? "");
   if (!match?.[1]) return null;
   const hash = await sha256Hex(match[1]);
-  const token = await db.query.apiTokens.findFirst({ where: eq(apiTokens.tokenHash, hash) });
-  // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
-  return token && constantTimeEqual(token.tokenHash, hash) ? token : null;
+  return tokenCache.resolve(hash, cacheSeconds, async (wanted) => {
+    const token = await db.query.apiTokens.findFirst({ where: eq(apiTokens.tokenHash, wanted) });
+    // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
+    if (!token || !constantTimeEqual(token.tokenHash, wanted)) return null;
+    return { tokenHash: token.tokenHash, storeIds: token.storeIds, abilities: token.abilities };
+  });
 }
 
 /** Resolves the request's store from `X-Service-Store` and the token, in the order decisions.md gives. */
@@ -86,14 +100,12 @@ export function resolveStore(
 export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const db = c.get("db") ?? createDb(c.env.DB);
-    const token = await authenticate(db, c.req.header("Authorization"));
+    const cacheSeconds = nonNegativeVar(c.env.TOKEN_CACHE_SECONDS, DEFAULT_TOKEN_CACHE_SECONDS);
+    const token = await authenticate(db, c.req.header("Authorization"), cacheSeconds);
     if (!token) throw new ApiError(401, messages.unauthenticated);
 
-    const verdict = await consumeLimit(
-      c.env.RATE_LIMITER,
-      `api:${token.tokenHash}`,
-      numberVar(c.env.API_LIMIT_PER_MINUTE, 600),
-    );
+    // Spent from this isolate's leased slice; the token's limiter is asked only when the slice runs low.
+    const verdict = await takeGeneralLimit(c, `api:${token.tokenHash}`, numberVar(c.env.API_LIMIT_PER_MINUTE, 600));
     const limitHeaders = rateLimitHeaders(verdict);
     for (const [name, value] of Object.entries(limitHeaders)) c.header(name, value);
 

@@ -1,3 +1,5 @@
+import type { Context } from "hono";
+import { type Background, type LeaseClient, LeasedBudgets } from "../limits/budget-lease";
 import type { LimitVerdict } from "../limits/fixed-window";
 import { ApiError, messages } from "./errors";
 
@@ -10,6 +12,38 @@ export function consumeLimit(
 ): Promise<LimitVerdict> {
   const stub = namespace.get(namespace.idFromName(subject));
   return stub.consume(limit, windowSeconds);
+}
+
+/**
+ * Lease calls to the limiter objects of `namespace`. Build one per request: a stub belongs to the
+ * request that made it, and the background refill it serves runs under that same request.
+ */
+export function durableLeaseClient(namespace: Env["RATE_LIMITER"]): LeaseClient {
+  return (subject, { limit, windowSeconds, want }) =>
+    namespace.get(namespace.idFromName(subject)).lease(limit, windowSeconds, want);
+}
+
+/** This isolate's slices of the general API limit, shared by every request it serves. */
+export const generalBudgets = new LeasedBudgets();
+
+/** Counts one call of `subject` against the general limit, from this isolate's leased slice when it can. */
+export function takeGeneralLimit(
+  c: Context,
+  subject: string,
+  limit: number,
+  windowSeconds = 60,
+): Promise<LimitVerdict> {
+  return generalBudgets.take(subject, limit, windowSeconds, durableLeaseClient(c.env.RATE_LIMITER), backgroundOf(c));
+}
+
+/** The request's `waitUntil`; Hono's `app.request()` has none, and there the task simply runs on. */
+function backgroundOf(c: Context): Background {
+  try {
+    const ctx = c.executionCtx;
+    return (task) => ctx.waitUntil(task);
+  } catch {
+    return (task) => void task;
+  }
 }
 
 /** The IETF draft `RateLimit-Policy` / `RateLimit` headers for a verdict. */

@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { FixedWindowCounter, type LimitVerdict } from "./fixed-window";
+import { FixedWindowCounter, type LeaseGrant, type LimitVerdict } from "./fixed-window";
 
 /**
  * One object per limited subject (an API token, a client IP): every request of that subject is
@@ -11,5 +11,10 @@ export class RateLimiter extends DurableObject<Env> {
   /** Counts one request and answers whether it may proceed. */
   consume(limit: number, windowSeconds: number): LimitVerdict {
     return this.counter.consume("window", limit, windowSeconds * 1000);
+  }
+
+  /** Grants an isolate up to `want` calls of the current window to spend locally (the general API limit). */
+  lease(limit: number, windowSeconds: number, want: number): LeaseGrant {
+    return this.counter.lease("window", limit, windowSeconds * 1000, want);
   }
 }

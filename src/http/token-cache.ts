@@ -1,0 +1,87 @@
+/** What a verified token may do: the part of its D1 row the guard needs. */
+export type VerifiedToken = {
+  tokenHash: string;
+  storeIds: readonly string[];
+  abilities: readonly string[];
+};
+
+/** Default of `TOKEN_CACHE_SECONDS`: how long an isolate trusts a token it has read from D1. */
+export const DEFAULT_TOKEN_CACHE_SECONDS = 30;
+
+/** How long an unknown token is remembered as unknown (never longer than `TOKEN_CACHE_SECONDS`). */
+export const UNKNOWN_TOKEN_CACHE_SECONDS = 5;
+
+/** Entries of each of the two maps (known and unknown tokens); the oldest entry is evicted first. */
+export const TOKEN_CACHE_MAX_ENTRIES = 10_000;
+
+type Entry = { token: VerifiedToken | null; expiresAt: number };
+
+/**
+ * Token hash → stores and abilities, kept per isolate for a bounded time, so a warm request reads no D1.
+ * Unknown tokens are kept too, briefly and in their own map, so a flood of bad tokens neither becomes a
+ * flood of D1 reads nor pushes the known tokens out. Only settled values are stored, never a promise:
+ * a request must not wait on another request's D1 read.
+ */
+export class TokenCache {
+  private readonly known = new Map<string, Entry>();
+  private readonly unknown = new Map<string, Entry>();
+  /** D1 reads made through {@link TokenCache.resolve}: what the cache saved is every other call. */
+  loads = 0;
+
+  constructor(private readonly options: { now?: () => number; maxEntries?: number } = {}) {}
+
+  /**
+   * The token of `hash`, from the cache while its entry is younger than `cacheSeconds` (unknown ones:
+   * `min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds)`), else from `load`. `cacheSeconds` 0 caches nothing.
+   */
+  async resolve(
+    hash: string,
+    cacheSeconds: number,
+    load: (hash: string) => Promise<VerifiedToken | null>,
+  ): Promise<VerifiedToken | null> {
+    const cached = this.get(hash);
+    if (cached) return cached.token;
+    this.loads++;
+    return this.set(hash, await load(hash), cacheSeconds);
+  }
+
+  private now(): number {
+    return this.options.now?.() ?? Date.now();
+  }
+
+  private get(hash: string): Entry | undefined {
+    const now = this.now();
+    for (const map of [this.known, this.unknown]) {
+      const entry = map.get(hash);
+      if (!entry) continue;
+      if (now < entry.expiresAt) return entry;
+      map.delete(hash);
+    }
+    return undefined;
+  }
+
+  /** Stores the token (or its absence) and returns the frozen copy every later request will see. */
+  private set(hash: string, token: VerifiedToken | null, cacheSeconds: number): VerifiedToken | null {
+    // Frozen copies: the cached arrays are handed to every later request of the token.
+    const value: VerifiedToken | null = token
+      ? Object.freeze({
+          tokenHash: token.tokenHash,
+          storeIds: Object.freeze([...token.storeIds]),
+          abilities: Object.freeze([...token.abilities]),
+        })
+      : null;
+    const seconds = token ? cacheSeconds : Math.min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds);
+    if (!(seconds > 0)) return value;
+    const map = token ? this.known : this.unknown;
+    // Deleting first puts a refreshed entry at the end, so insertion order stays oldest-first.
+    map.delete(hash);
+    map.set(hash, { token: value, expiresAt: this.now() + seconds * 1000 });
+    const max = this.options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES;
+    while (map.size > max) {
+      const oldest = map.keys().next().value;
+      if (oldest === undefined) break;
+      map.delete(oldest);
+    }
+    return value;
+  }
+}

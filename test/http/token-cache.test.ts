@@ -1,0 +1,162 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../src/app";
+import { createDb } from "../../src/db/client";
+import { apiTokens } from "../../src/db/schema";
+import { sha256Hex, tokenCache } from "../../src/http/auth";
+import { TokenCache, UNKNOWN_TOKEN_CACHE_SECONDS, type VerifiedToken } from "../../src/http/token-cache";
+import { seed, seedProduct, seedStore, uuid } from "../support/factories";
+import { origin } from "../support/http";
+
+const app = createApp();
+
+/** A bearer call through the app with some configuration variables overridden, as `wrangler dev --var` would. */
+async function call(path: string, token: string, vars: Record<string, string>): Promise<Response> {
+  const ctx = createExecutionContext();
+  const request = new Request(`${origin}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
+  const response = await app.fetch(request, { ...env, ...vars }, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A clock the test moves by hand, and a loader that counts its D1 reads. */
+function fixture(rows: Record<string, VerifiedToken> = {}) {
+  let now = 1_000_000;
+  const cache = new TokenCache({ now: () => now, maxEntries: 3 });
+  const reads: string[] = [];
+  const load = async (hash: string) => {
+    reads.push(hash);
+    return rows[hash] ?? null;
+  };
+  return { cache, reads, load, advance: (ms: number) => (now += ms) };
+}
+
+const row = (hash: string): VerifiedToken => ({ tokenHash: hash, storeIds: [uuid()], abilities: ["*"] });
+
+describe("token cache (unit, injected clock)", () => {
+  it("serves a known token from memory until TOKEN_CACHE_SECONDS pass, then reads D1 again", async () => {
+    const { cache, reads, load, advance } = fixture({ a: row("a") });
+    expect(await cache.resolve("a", 30, load)).toMatchObject({ tokenHash: "a" });
+    advance(29_999);
+    expect(await cache.resolve("a", 30, load)).toMatchObject({ tokenHash: "a" });
+    expect(reads).toEqual(["a"]);
+    advance(1);
+    await cache.resolve("a", 30, load);
+    expect(reads).toEqual(["a", "a"]);
+  });
+
+  it("remembers an unknown token for UNKNOWN_TOKEN_CACHE_SECONDS, so repeating it reads D1 once", async () => {
+    const { cache, reads, load, advance } = fixture();
+    for (let i = 0; i < 50; i++) expect(await cache.resolve("bad", 30, load)).toBeNull();
+    expect(reads).toHaveLength(1);
+    advance(UNKNOWN_TOKEN_CACHE_SECONDS * 1000 - 1);
+    await cache.resolve("bad", 30, load);
+    expect(reads).toHaveLength(1);
+    advance(1);
+    await cache.resolve("bad", 30, load);
+    expect(reads).toHaveLength(2);
+  });
+
+  it("never remembers an unknown token longer than TOKEN_CACHE_SECONDS, and caches nothing at 0", async () => {
+    const { cache, reads, load, advance } = fixture({ a: row("a") });
+    await cache.resolve("bad", 2, load);
+    advance(2_000);
+    await cache.resolve("bad", 2, load);
+    expect(reads).toEqual(["bad", "bad"]);
+    await cache.resolve("a", 0, load);
+    await cache.resolve("a", 0, load);
+    await cache.resolve("other", 0, load);
+    await cache.resolve("other", 0, load);
+    expect(reads).toEqual(["bad", "bad", "a", "a", "other", "other"]);
+  });
+
+  it("keeps at most maxEntries known tokens, evicting the oldest, and unknown ones never push known ones out", async () => {
+    const { cache, reads, load } = fixture({ a: row("a"), b: row("b"), c: row("c"), d: row("d") });
+    for (const hash of ["a", "b", "c", "d"]) await cache.resolve(hash, 30, load);
+    for (const hash of ["x1", "x2", "x3", "x4", "x5"]) await cache.resolve(hash, 30, load);
+    reads.length = 0;
+    for (const hash of ["b", "c", "d"]) await cache.resolve(hash, 30, load);
+    expect(reads).toEqual([]);
+    await cache.resolve("a", 30, load);
+    expect(reads).toEqual(["a"]);
+  });
+
+  it("hands out frozen copies, so one request cannot change what the next one sees", async () => {
+    const { cache, load } = fixture({ a: row("a") });
+    const token = await cache.resolve("a", 30, load);
+    expect(Object.isFrozen(token?.abilities)).toBe(true);
+    expect(Object.isFrozen(token?.storeIds)).toBe(true);
+  });
+});
+
+describe("token cache through the guard: revocation takes effect within TOKEN_CACHE_SECONDS", () => {
+  const vars = { TOKEN_CACHE_SECONDS: "1" };
+
+  it("still accepts a token deleted from D1 until the cache time passes, then answers 401", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await createDb(env.DB)
+      .delete(apiTokens)
+      .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await sleep(1_100);
+    const refused = await call(`/products/${product.id}`, token, vars);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ message: "Unauthenticated." });
+  });
+
+  it("keeps a token's old abilities until the cache time passes, then applies the new ones (403)", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await createDb(env.DB)
+      .update(apiTokens)
+      .set({ abilities: ["subscriptions:read"] })
+      .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await sleep(1_100);
+    const refused = await call(`/products/${product.id}`, token, vars);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({ message: "This action is unauthorized." });
+  });
+
+  it("answers a token unknown at first 401 (without a second D1 read) until the unknown entry lapses", async () => {
+    const { storeId } = await seedStore();
+    const product = await seedProduct(storeId);
+    const token = `test-token-${uuid()}`;
+    const loadsBefore = tokenCache.loads;
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    await seed({ tokens: [{ token, store_ids: [storeId], abilities: ["*"] }] });
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    expect(tokenCache.loads - loadsBefore).toBe(1);
+    await sleep(1_100);
+    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+  });
+
+  it("reads D1 once for many warm calls of a token", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    const loadsBefore = tokenCache.loads;
+    for (let i = 0; i < 5; i++) expect((await call(`/products/${product.id}`, token, {})).status).toBe(200);
+    expect(tokenCache.loads - loadsBefore).toBe(1);
+  });
+});
+
+describe("API reference", () => {
+  it("says in the bearer security scheme that a revocation takes effect within TOKEN_CACHE_SECONDS", async () => {
+    const response = await app.fetch(new Request(`${origin}/api/v1/openapi.json`), env, createExecutionContext());
+    expect(response.status).toBe(200);
+    const document = (await response.json()) as {
+      components: { securitySchemes: Record<string, { type: string; scheme: string; description?: string }> };
+    };
+    const scheme = document.components.securitySchemes.bearerAuth;
+    expect(scheme).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(scheme?.description).toMatch(/revoking a token .* takes effect within that time/);
+    expect(scheme?.description).toContain("`TOKEN_CACHE_SECONDS` (30 by default)");
+  });
+});
