@@ -20,7 +20,7 @@ export class ByteReader {
     source: Uint8Array | ReadableStream<Uint8Array>,
     private readonly truncated: () => Error,
   ) {
-    if (source instanceof Uint8Array) {
+    if (ArrayBuffer.isView(source)) {
       this.chunks = null;
       this.buffer = source;
       this.end = source.length;

@@ -49,17 +49,21 @@ export type StillImageKind = "jpeg" | "png" | "webp" | "gif" | "bmp";
  */
 export type ImageInput = Uint8Array | { size: number; open(): Promise<ReadableStream<Uint8Array>> };
 
+function isWholeFile(input: ImageInput): input is Uint8Array {
+  return ArrayBuffer.isView(input);
+}
+
 function inputSize(input: ImageInput): number {
-  return input instanceof Uint8Array ? input.length : input.size;
+  return isWholeFile(input) ? input.byteLength : input.size;
 }
 
 async function openReader(input: ImageInput, truncated: () => Error): Promise<ByteReader> {
-  return new ByteReader(input instanceof Uint8Array ? input : await input.open(), truncated);
+  return new ByteReader(isWholeFile(input) ? input : await input.open(), truncated);
 }
 
 /** Reads the whole input into `target` (exactly its size), in place: no second copy of the file. */
 async function readWhole(input: ImageInput, target: Uint8Array, truncated: () => Error): Promise<void> {
-  if (input instanceof Uint8Array) {
+  if (isWholeFile(input)) {
     target.set(input);
     return;
   }
@@ -269,7 +273,7 @@ async function convertNow(
     ({ width, height } = orientInPlace(pixels(), width, height, orientation));
     const encoded = current.encoder.encode(pixels(), width, height, encodeOptions(quality));
     if (!encoded) throw new Error("the WebP encoder returned no output");
-    return { bytes: encoded.slice(), width, height };
+    return { bytes: new Uint8Array(encoded), width, height };
   } catch (error) {
     if (error instanceof CodecAbort) {
       // An abort unwound the C stack without its cleanup: start afresh rather than reuse a damaged heap.

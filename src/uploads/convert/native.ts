@@ -67,7 +67,7 @@ type TurboExports = {
 };
 
 /** TurboJPEG pixel formats used here. */
-export const pixelFormat = { rgba: 7, cmyk: 11 } as const;
+export const pixelFormat = { rgb: 0, rgba: 7, cmyk: 11 } as const;
 
 /**
  * One libjpeg-turbo instance. Its linear memory is also the pixel arena of every conversion: buffers the
@@ -129,6 +129,7 @@ export function decompressInto(
   width: number,
   height: number,
   format: number,
+  bytesPerPixel = 4,
 ): void {
   const status = turbo.exports.tjDecompress2(
     turbo.handle,
@@ -136,7 +137,7 @@ export function decompressInto(
     size,
     destination,
     width,
-    width * 4,
+    width * bytesPerPixel,
     height,
     format,
     0,

@@ -4,17 +4,27 @@
  * pixels does not bleed into their neighbours.
  */
 
-/** Target dimensions that keep the aspect ratio, fit `maxEdge` on the long edge and `maxArea` in total, never upscale. */
+/**
+ * Target dimensions that keep the aspect ratio, never upscale, and fit `maxEdge` on the long edge and
+ * `maxArea` in total. When the edge is what binds, the long edge is exactly `maxEdge` and the short edge is
+ * rounded (±1 px of the exact ratio); when the area binds, both are floored so the area is never exceeded.
+ */
 export function fitWithin(
   width: number,
   height: number,
   maxEdge: number,
-  maxArea: number,
+  maxArea = Number.POSITIVE_INFINITY,
 ): { width: number; height: number } {
-  const scale = Math.min(1, maxEdge / Math.max(width, height), Math.sqrt(maxArea / (width * height)));
-  if (scale >= 1) return { width, height };
-  // Floor keeps both limits; max(1, …) keeps very thin images at least one pixel wide.
-  return { width: Math.max(1, Math.floor(width * scale)), height: Math.max(1, Math.floor(height * scale)) };
+  const edgeScale = maxEdge / Math.max(width, height);
+  const areaScale = Math.sqrt(maxArea / (width * height));
+  if (edgeScale >= 1 && areaScale >= 1) return { width, height };
+  if (edgeScale <= areaScale) {
+    return width >= height
+      ? { width: maxEdge, height: Math.max(1, Math.round((height * maxEdge) / width)) }
+      : { width: Math.max(1, Math.round((width * maxEdge) / height)), height: maxEdge };
+  }
+  // max(1, …) keeps very thin images at least one pixel wide.
+  return { width: Math.max(1, Math.floor(width * areaScale)), height: Math.max(1, Math.floor(height * areaScale)) };
 }
 
 /** Source-pixel spans and weights of each output column, computed once per conversion. */
