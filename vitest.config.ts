@@ -9,6 +9,8 @@ export default defineConfig({
           cloudflareTest(async () => ({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
+              // A database the migrations never ran on: what plain `wrangler dev` on a fresh clone has.
+              d1Databases: ["UNMIGRATED_DB"],
               bindings: {
                 DEV_FIXTURES: "on",
                 FILE_SIGNING_SECRET: "test-signing-secret",

@@ -11,15 +11,3 @@ export type AppEnv = {
     caller: Caller;
   };
 };
-
-/** Reads a numeric configuration variable, falling back to its documented default. */
-export function numberVar(value: string | undefined, fallback: number): number {
-  const parsed = Number(value);
-  return value !== undefined && value !== "" && Number.isFinite(parsed) && parsed > 0 ? parsed : fallback;
-}
-
-/** Reads a numeric configuration variable where 0 is meaningful (e.g. "cache nothing"). */
-export function nonNegativeVar(value: string | undefined, fallback: number): number {
-  const parsed = Number(value);
-  return value !== undefined && value !== "" && Number.isFinite(parsed) && parsed >= 0 ? parsed : fallback;
-}

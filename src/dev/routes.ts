@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
+import { optionalSetting } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import type { AppEnv } from "../env";
 import { ApiError, messages, validationError } from "../http/errors";
@@ -15,7 +16,7 @@ import uploadPage from "./upload-page.html";
 
 /** Whether the development routes are switched on. */
 export function devFixturesEnabled(env: Env): boolean {
-  return env.DEV_FIXTURES === "on";
+  return optionalSetting(env, "DEV_FIXTURES") ?? false;
 }
 
 /**

@@ -1,12 +1,13 @@
 import { eq } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
+import { setting } from "../config";
 import { createDb, type Database } from "../db/client";
 import { apiTokens } from "../db/schema";
-import { type AppEnv, nonNegativeVar, numberVar } from "../env";
+import type { AppEnv } from "../env";
 import { ApiError, messages } from "./errors";
 import { rateLimitHeaders, takeGeneralLimit, tooManyRequests } from "./rate-limit";
-import { DEFAULT_TOKEN_CACHE_SECONDS, TokenCache, type VerifiedToken } from "./token-cache";
+import { TokenCache, type VerifiedToken } from "./token-cache";
 
 export const abilities = [
   "media:write",
@@ -61,7 +62,7 @@ export const tokenCache = new TokenCache();
 export async function authenticate(
   db: Database,
   authorization: string | undefined,
-  cacheSeconds = DEFAULT_TOKEN_CACHE_SECONDS,
+  cacheSeconds: number,
 ): Promise<VerifiedToken | null> {
   const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(authorization?.trim() ?? "");
   if (!match?.[1]) return null;
@@ -100,12 +101,12 @@ export function resolveStore(
 export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const db = c.get("db") ?? createDb(c.env.DB);
-    const cacheSeconds = nonNegativeVar(c.env.TOKEN_CACHE_SECONDS, DEFAULT_TOKEN_CACHE_SECONDS);
+    const cacheSeconds = setting(c.env, "TOKEN_CACHE_SECONDS");
     const token = await authenticate(db, c.req.header("Authorization"), cacheSeconds);
     if (!token) throw new ApiError(401, messages.unauthenticated);
 
     // Spent from this isolate's leased slice; the token's limiter is asked only when the slice runs low.
-    const verdict = await takeGeneralLimit(c, `api:${token.tokenHash}`, numberVar(c.env.API_LIMIT_PER_MINUTE, 600));
+    const verdict = await takeGeneralLimit(c, `api:${token.tokenHash}`, setting(c.env, "API_LIMIT_PER_MINUTE"));
     const limitHeaders = rateLimitHeaders(verdict);
     for (const [name, value] of Object.entries(limitHeaders)) c.header(name, value);
 

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
+import { optionalSetting } from "../config";
 
 /** Headers browser code may read on API responses. */
 export const exposedHeaders = ["Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "ETag", "X-D1-Bookmark"];
@@ -7,10 +8,7 @@ export const exposedHeaders = ["Retry-After", "RateLimit", "RateLimit-Policy", "
 /** CORS for bearer routes: only the origins listed in `CORS_ORIGINS` (comma-separated). */
 export const bearerCors = cors({
   origin: (origin, c) => {
-    const allowed = String(c.env.CORS_ORIGINS ?? "")
-      .split(",")
-      .map((entry) => entry.trim())
-      .filter(Boolean);
+    const allowed = optionalSetting(c.env, "CORS_ORIGINS") ?? [];
     return allowed.includes(origin) ? origin : null;
   },
   allowHeaders: ["Authorization", "Content-Type", "X-Service-Store", "X-D1-Bookmark"],

@@ -54,10 +54,40 @@ export function errorResponse(c: Context, error: ApiError): Response {
   return c.json(body, error.status, error.headers);
 }
 
-/** The app's `onError`: known errors keep their status, anything else is a logged 500. */
+/** The command that creates the tables of a local database (`--remote` for a deployed one). */
+export const migrateCommand = "npx wrangler d1 migrations apply DB --local";
+
+let reportedMissingTables = false;
+
+/** Whether a database error says the tables do not exist, wherever it sits in the error's cause chain. */
+function isMissingTable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; depth += 1) {
+    if (/no such table/i.test(current.message)) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+/**
+ * The app's `onError`: known errors keep their status; a database without its tables answers 503 naming
+ * the command to run (plain `wrangler dev` on a fresh clone); anything else is a logged 500.
+ */
 export function renderError(error: Error, c: Context): Response {
   if (error instanceof ApiError) return errorResponse(c, error);
   if (error instanceof HTTPException) return errorResponse(c, fromHttpException(error));
+  if (isMissingTable(error)) {
+    if (!reportedMissingTables) {
+      reportedMissingTables = true;
+      console.error(JSON.stringify({ level: "error", message: `database not migrated: run ${migrateCommand}` }));
+    }
+    return errorResponse(
+      c,
+      new ApiError(
+        503,
+        `The database has no tables yet: apply the migrations with \`${migrateCommand}\` (\`--remote\` for a deployed database), then retry.`,
+      ),
+    );
+  }
   console.error(
     JSON.stringify({
       level: "error",

@@ -5,9 +5,6 @@ export type VerifiedToken = {
   abilities: readonly string[];
 };
 
-/** Default of `TOKEN_CACHE_SECONDS`: how long an isolate trusts a token it has read from D1. */
-export const DEFAULT_TOKEN_CACHE_SECONDS = 30;
-
 /** How long an unknown token is remembered as unknown (never longer than `TOKEN_CACHE_SECONDS`). */
 export const UNKNOWN_TOKEN_CACHE_SECONDS = 5;
 

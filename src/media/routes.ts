@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { setting } from "../config";
 import type { AppEnv } from "../env";
 import { ApiError } from "../http/errors";
 import { mediaKey, privateFileKey } from "../uploads/keys";
@@ -57,7 +58,7 @@ export const mediaRoutes = new Hono<AppEnv>()
     const { storeId, uploadId } = c.req.param();
     if (!uuid.test(storeId) || !uuid.test(uploadId)) throw notFound();
     const signed = await verifyFileSignature(
-      c.env.FILE_SIGNING_SECRET,
+      setting(c.env, "FILE_SIGNING_SECRET"),
       new URL(c.req.url).pathname,
       c.req.query("expires"),
       c.req.query("signature"),

@@ -5,7 +5,7 @@ import type { Product, Variant } from "./resource";
 export const downloadLinkLifetimeMs = 60 * 60 * 1000;
 
 /** Whose locators a product read may sign: the request's origin and the product's store. */
-export type SigningScope = { secret: string; origin: string; storeId: string };
+export type SigningScope = { secret: string | null; origin: string; storeId: string };
 
 type FileObject = NonNullable<Product["file"]>;
 const uploadIdAndFilename = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[^/]+$/;
@@ -30,6 +30,8 @@ async function signed(file: FileObject, scope: SigningScope, expiresAt: Date): P
   // Signing another store's or another host's URL would hand out a working link to bytes this
   // product does not own, so those URLs are kept exactly as stored.
   if (!isOwnLocator(file.url, scope)) return file;
+  // Without a signing secret no link can be issued, but the read still answers (decisions.md, Configuration).
+  if (scope.secret === null) return { ...file, download_url: null };
   return { ...file, download_url: await signFileUrl(scope.secret, file.url, expiresAt) };
 }
 

@@ -9,8 +9,13 @@ import { z } from "@hono/zod-openapi";
 const timestamp = z.iso.datetime({ offset: true });
 const nullableUnknown = z.unknown().nullable().default(null);
 
-/** A file attached to a product or variant; `download_url` is a signed, expiring link. */
-export const FileObject = z.object({ name: z.string(), url: z.string(), download_url: z.string() }).openapi("File");
+/**
+ * A file attached to a product or variant; `download_url` is a signed, expiring link for the store's own
+ * private uploads (null when the deployment has no signing secret).
+ */
+export const FileObject = z
+  .object({ name: z.string(), url: z.string(), download_url: z.string().nullable() })
+  .openapi("File");
 
 /** A custom checkout field; definition keys beyond name, enabled and order are kept as given. */
 export const CustomField = z

@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { optionalSetting } from "../config";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
@@ -19,7 +20,11 @@ export const ProductParams = z.object({
 
 /** Reads sign only locators this origin issued for the product's own store. */
 function signingScope(c: Context<AppEnv>, product: ProductRow): SigningScope {
-  return { secret: c.env.FILE_SIGNING_SECRET, origin: new URL(c.req.url).origin, storeId: product.storeId };
+  return {
+    secret: optionalSetting(c.env, "FILE_SIGNING_SECRET"),
+    origin: new URL(c.req.url).origin,
+    storeId: product.storeId,
+  };
 }
 
 const readGuard = { ability: "products:read", store: "optional" } as const;

@@ -1,8 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
+import { setting } from "../config";
 import { stores } from "../db/schema";
-import { type AppEnv, numberVar } from "../env";
+import type { AppEnv } from "../env";
 import { sha256Hex } from "../http/auth";
 import { ApiError, messages, validationError } from "../http/errors";
 import { uuidParam } from "../http/params";
@@ -83,11 +84,11 @@ function storeOfToken(token: string): string | null {
 /** The store's upload size limit in bytes: its own setting, else the configured default. */
 async function storeUploadLimit(c: Context<AppEnv>, storeId: string): Promise<number> {
   const store = await c.var.db.query.stores.findFirst({ where: eq(stores.id, storeId) });
-  return store?.uploadLimitBytes ?? numberVar(c.env.DEFAULT_UPLOAD_LIMIT_BYTES, 100_000_000);
+  return store?.uploadLimitBytes ?? setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES");
 }
 
 function mediaBaseUrl(c: Context<AppEnv>): string {
-  return (c.env.MEDIA_BASE_URL || `${new URL(c.req.url).origin}/media`).replace(/\/+$/, "");
+  return setting(c.env, "MEDIA_BASE_URL") || `${new URL(c.req.url).origin}/media`;
 }
 
 /** The upload of a transition that went through; throws the refusal of one that did not. */
@@ -103,7 +104,7 @@ function uploadNotFound(uploadId: string): ApiError {
 /** The byte PUT's own limit: every attempt of a client IP counts, so tokens cannot be guessed fast. */
 const putLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   const ip = c.req.header("CF-Connecting-IP") ?? "unknown";
-  const verdict = await consumeLimit(c.env.RATE_LIMITER, `put:${ip}`, numberVar(c.env.PUT_LIMIT_PER_MINUTE, 20));
+  const verdict = await consumeLimit(c.env.RATE_LIMITER, `put:${ip}`, setting(c.env, "PUT_LIMIT_PER_MINUTE"));
   for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
   if (!verdict.allowed) throw tooManyRequests(verdict);
   await next();
@@ -118,7 +119,7 @@ const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
 const completeLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
   const storeId = c.var.caller.storeId as string;
   const verdict = await storeCoordinator(c.env, storeId).consumeCompleteLimit(
-    numberVar(c.env.COMPLETE_LIMIT_PER_MINUTE, 60),
+    setting(c.env, "COMPLETE_LIMIT_PER_MINUTE"),
   );
   for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
   if (!verdict.allowed) throw tooManyRequests(verdict);
@@ -218,7 +219,7 @@ async function hostWithinLimit(
     outcome = await hostUpload(
       {
         bucket: c.env.BUCKET,
-        maxImageEdge: numberVar(c.env.MAX_IMAGE_EDGE, 2560),
+        maxImageEdge: setting(c.env, "MAX_IMAGE_EDGE"),
         mediaBaseUrl: mediaBaseUrl(c),
         origin: new URL(c.req.url).origin,
       },
@@ -267,7 +268,7 @@ export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
 
       const id = crypto.randomUUID();
       const token = newUploadToken(storeId);
-      const expiresAt = Date.now() + numberVar(c.env.UPLOAD_TTL_SECONDS, 900) * 1000;
+      const expiresAt = Date.now() + setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
       await storeCoordinator(c.env, storeId).reserve(storeId, {
         id,
         tokenHash: await sha256Hex(token),

@@ -54,3 +54,9 @@ export function formatMegapixels(pixels: number): string {
 
 /** Longest edge of any source image: bounds a row (a BMP or PNG row is read whole) whatever the area. */
 export const maxSourceEdge = 65_535;
+
+/**
+ * Largest `MAX_IMAGE_EDGE` the conversion's memory plan holds: a 2560 × 2560 target and its encoding fit
+ * the codec's share; a larger edge would not fit the isolate whatever the input.
+ */
+export const maxSupportedEdge = 2560;

@@ -1,0 +1,138 @@
+import { z } from "zod";
+import { ApiError } from "./http/errors";
+import { maxSupportedEdge } from "./uploads/convert/budget";
+
+/**
+ * Every configuration variable and secret, parsed and validated once per isolate (decisions.md,
+ * "Configuration"). The defaults live here and only here. A missing or malformed value is not fatal: it is
+ * recorded, logged once, and only the routes that ask for it answer 503 naming it.
+ */
+
+const positiveInteger = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .default("")
+    .transform((value, context) => {
+      if (value === "") return fallback;
+      const parsed = Number(value);
+      if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) {
+        context.addIssue({
+          code: "custom",
+          message: `must be a whole number between 1 and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
+const nonNegativeInteger = (fallback: number) =>
+  z
+    .string()
+    .trim()
+    .default("")
+    .transform((value, context) => {
+      if (value === "") return fallback;
+      const parsed = Number(value);
+      if (!Number.isInteger(parsed) || parsed < 0) {
+        context.addIssue({ code: "custom", message: "must be a whole number of 0 or more" });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
+const optionalUrl = z
+  .string()
+  .trim()
+  .default("")
+  .refine((value) => value === "" || URL.canParse(value), { message: "must be an absolute URL or empty" })
+  .transform((value) => value.replace(/\/+$/, ""));
+
+const secret = z.string({ error: "is not set" }).min(1, { message: "is not set" });
+
+/** Each variable's parser; the key is the variable's name in wrangler.toml or the secret's name. */
+const settings = {
+  DEV_FIXTURES: z
+    .string()
+    .trim()
+    .default("off")
+    .refine((value) => value === "on" || value === "off" || value === "", { message: 'must be "on" or "off"' })
+    .transform((value) => value === "on"),
+  UPLOAD_TTL_SECONDS: positiveInteger(900),
+  PUT_LIMIT_PER_MINUTE: positiveInteger(20),
+  COMPLETE_LIMIT_PER_MINUTE: positiveInteger(60),
+  API_LIMIT_PER_MINUTE: positiveInteger(600),
+  DEFAULT_UPLOAD_LIMIT_BYTES: positiveInteger(100_000_000),
+  MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
+  TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
+  PLATFORM_API_URL: optionalUrl,
+  MEDIA_BASE_URL: optionalUrl,
+  CORS_ORIGINS: z
+    .string()
+    .default("")
+    .transform((value) =>
+      value
+        .split(",")
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    ),
+  FILE_SIGNING_SECRET: secret,
+  PLATFORM_API_SECRET: secret,
+} as const;
+
+export type SettingName = keyof typeof settings;
+type Settings = { [K in SettingName]: z.output<(typeof settings)[K]> };
+
+/** The parsed configuration: each value, or why it could not be read. */
+export type Config = {
+  [K in SettingName]: { ok: true; value: Settings[K] } | { ok: false; problem: string };
+};
+
+const parsed = new WeakMap<object, Config>();
+
+/** The configuration of this environment, parsed once per isolate (per env object) and logged once if faulty. */
+export function readConfig(env: Env): Config {
+  const known = parsed.get(env);
+  if (known) return known;
+  const raw = env as unknown as Record<string, unknown>;
+  const config = {} as Record<SettingName, Config[SettingName]>;
+  for (const name of Object.keys(settings) as SettingName[]) {
+    const value = raw[name];
+    const result = settings[name].safeParse(
+      typeof value === "string" ? value : value === undefined ? undefined : String(value),
+    );
+    if (result.success) {
+      config[name] = { ok: true, value: result.data } as Config[SettingName];
+    } else {
+      const problem = `${name} ${result.error.issues[0]?.message ?? "is malformed"}${value === undefined || value === "" ? "" : ` (it is "${String(value)}")`}`;
+      config[name] = { ok: false, problem };
+    }
+  }
+  parsed.set(env, config as Config);
+  return config as Config;
+}
+
+const reported = new Set<string>();
+
+/**
+ * The value of `name`; a missing or malformed one answers 503 naming it, so only the routes that need it
+ * fail, and is logged once per isolate (a secret a deployment does not use, such as the platform's without
+ * a platform, is never reported).
+ */
+export function setting<K extends SettingName>(env: Env, name: K): Settings[K] {
+  const entry = readConfig(env)[name];
+  if (!entry.ok) {
+    if (!reported.has(entry.problem)) {
+      reported.add(entry.problem);
+      console.error(JSON.stringify({ level: "error", message: "configuration problem", problem: entry.problem }));
+    }
+    throw new ApiError(503, `The service is not configured correctly: ${entry.problem}.`);
+  }
+  return entry.value as Settings[K];
+}
+
+/** The value of `name`, or null when it is missing or malformed (for features that work without it). */
+export function optionalSetting<K extends SettingName>(env: Env, name: K): Settings[K] | null {
+  const entry = readConfig(env)[name];
+  return entry.ok ? (entry.value as Settings[K]) : null;
+}

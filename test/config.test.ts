@@ -1,0 +1,69 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
+import { readConfig } from "../src/config";
+import { migrateCommand } from "../src/http/errors";
+import { seedProduct, seedStore } from "./support/factories";
+import { origin } from "./support/http";
+
+/** Calls the app with some bindings replaced, as a misconfigured deployment or plain `wrangler dev` would run it. */
+function callWith(overrides: Partial<Record<keyof Env, unknown>>, path: string, init: RequestInit = {}) {
+  return createApp().request(`${origin}${path}`, init, { ...env, ...overrides });
+}
+
+describe("configuration (decisions.md: never a bare 500 for a configuration state)", () => {
+  it("reads every variable once with its default and names a malformed one", () => {
+    const config = readConfig({ ...env, MAX_IMAGE_EDGE: "abc", UPLOAD_TTL_SECONDS: "" } as Env);
+    expect(config.UPLOAD_TTL_SECONDS).toEqual({ ok: true, value: 900 });
+    expect(config.MAX_IMAGE_EDGE.ok).toBe(false);
+    expect(config.MAX_IMAGE_EDGE).toMatchObject({ problem: expect.stringContaining("MAX_IMAGE_EDGE must be") });
+    expect(readConfig({ ...env, MAX_IMAGE_EDGE: "4000" } as Env).MAX_IMAGE_EDGE.ok).toBe(false); // above 2560
+  });
+
+  it("an unmigrated database answers 503 naming the migration command, on the first bearer call", async () => {
+    const response = await callWith({ DB: env.UNMIGRATED_DB }, "/api/v1/subscriptions", {
+      headers: { Authorization: "Bearer some-token-of-a-developer" },
+    });
+    expect(response.status).toBe(503);
+    const body = (await response.json()) as { message: string };
+    expect(body.message).toContain(migrateCommand);
+  });
+
+  it("without FILE_SIGNING_SECRET a product read answers 200 with download_url null, and private links 503", async () => {
+    const { storeId, token } = await seedStore();
+    const locator = `${origin}/files/${storeId}/${crypto.randomUUID()}/faktura.pdf`;
+    const product = await seedProduct(storeId, {
+      file: { name: "faktura.pdf", url: locator, download_url: "stale" } as never,
+    });
+    const read = await callWith({ FILE_SIGNING_SECRET: undefined }, `/api/v1/products/${product.id}`, {
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(read.status).toBe(200);
+    const body = (await read.json()) as { file: { url: string; download_url: string | null } };
+    expect(body.file).toMatchObject({ url: locator, download_url: null });
+    const link = await callWith({ FILE_SIGNING_SECRET: "" }, new URL(locator).pathname);
+    expect(link.status).toBe(503);
+    expect(((await link.json()) as { message: string }).message).toContain("FILE_SIGNING_SECRET");
+  });
+
+  it("a malformed numeric variable makes only the routes that need it answer 503 naming it", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    const headers = {
+      Authorization: `Bearer ${token}`,
+      "X-Service-Store": storeId,
+      "Content-Type": "application/json",
+    };
+    const prepare = await callWith({ UPLOAD_TTL_SECONDS: "fifteen minutes" }, "/api/v1/media-uploads", {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ filename: "a.png", content_type: "image/png", size: 10 }),
+    });
+    expect(prepare.status).toBe(503);
+    expect(((await prepare.json()) as { message: string }).message).toContain("UPLOAD_TTL_SECONDS");
+    const read = await callWith({ UPLOAD_TTL_SECONDS: "fifteen minutes" }, `/api/v1/products/${product.id}`, {
+      headers,
+    });
+    expect(read.status).toBe(200);
+  });
+});
