@@ -40,6 +40,18 @@ export function privateFileUrl(origin: string, storeId: string, uploadId: string
   return `${origin}/files/${storeId}/${uploadId}/${encodeURIComponent(safeFilename(filename))}`;
 }
 
+/** The staged upload as the conversion reads it: its size, and its bytes streamed from R2 on demand. */
+function stagedInput(bucket: R2Bucket, key: string, size: number): ImageInput {
+  return {
+    size,
+    open: async () => {
+      const object = await bucket.get(key);
+      if (!object) throw new Error(`staged bytes missing at ${key}`);
+      return object.body;
+    },
+  };
+}
+
 async function readStaged(bucket: R2Bucket, key: string, length?: number): Promise<Uint8Array> {
   const object = await bucket.get(key, length === undefined ? undefined : { range: { offset: 0, length } });
   if (!object) throw new Error(`staged bytes missing at ${key}`);
@@ -61,7 +73,7 @@ async function copyStaged(bucket: R2Bucket, source: string, destination: string,
 export async function hostUpload(deps: HostingDeps, storeId: string, upload: UploadRecord): Promise<CompleteOutcome> {
   const staged = stagedKey(storeId, upload.id);
   const head = await readStaged(deps.bucket, staged, Math.min(sniffBytes, upload.size));
-  const sniffed = await sniff(head, () => readStaged(deps.bucket, staged));
+  const sniffed = await sniff(head, stagedInput(deps.bucket, staged, upload.size));
   if (sniffed.kind === "heif") return { unhostable: hostingMessages.heif }; // under any declared type
   const hosted =
     upload.type === "file"
@@ -115,15 +127,7 @@ async function hostAsMedia(
       };
     }
     case "still": {
-      const key = stagedKey(storeId, upload.id);
-      const staged: ImageInput = {
-        size: upload.size,
-        open: async () => {
-          const object = await deps.bucket.get(key);
-          if (!object) throw new Error(`staged bytes missing at ${key}`);
-          return object.body;
-        },
-      };
+      const staged = stagedInput(deps.bucket, stagedKey(storeId, upload.id), upload.size);
       let converted: Awaited<ReturnType<typeof convertToWebp>>;
       try {
         converted = await convertToWebp(staged, sniffed.format, { maxEdge: deps.maxImageEdge });

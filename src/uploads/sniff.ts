@@ -1,5 +1,5 @@
 import { fileTypeFromBuffer } from "file-type";
-import { isAnimated } from "./convert";
+import { gifFrameCount, type ImageInput, isAnimated } from "./convert";
 
 /** What the bytes are, as far as hosting is concerned. */
 export type Sniffed =
@@ -41,9 +41,9 @@ function looksLikeSvg(head: Uint8Array): boolean {
 
 /**
  * Sniffs the kind of bytes from their content, never from a name or declared type. `head` is the
- * start of the file; `whole` reads everything, needed only to count GIF frames.
+ * start of the file; `file` is read (streamed, block by block) only to count a GIF's frames.
  */
-export async function sniff(head: Uint8Array, whole: () => Promise<Uint8Array>): Promise<Sniffed> {
+export async function sniff(head: Uint8Array, file: ImageInput): Promise<Sniffed> {
   const detected = await fileTypeFromBuffer(head);
   if (!detected)
     return looksLikeSvg(head) ? { kind: "svg" } : { kind: "other", mime: "application/octet-stream", ext: null };
@@ -52,12 +52,21 @@ export async function sniff(head: Uint8Array, whole: () => Promise<Uint8Array>):
   if (videoMimes.has(mime)) return { kind: "video", mime, ext };
   if (mime === "image/apng") return { kind: "animated", mime: "image/apng", ext: "png" };
   if (mime === "image/webp" && isAnimated(head, "webp")) return { kind: "animated", mime, ext };
-  if (mime === "image/gif" && isAnimated(await whole(), "gif")) return { kind: "animated", mime, ext };
+  if (mime === "image/gif" && (await countFramesOrZero(file)) > 1) return { kind: "animated", mime, ext };
   if (mime in stillFormats) {
     return { kind: "still", format: stillFormats[mime as keyof typeof stillFormats], mime, ext };
   }
   if (mime === "application/xml" && looksLikeSvg(head)) return { kind: "svg" };
   return { kind: "other", mime, ext };
+}
+
+/** A GIF's frame count; 0 for one that cannot be read (converting it then reports why). */
+async function countFramesOrZero(file: ImageInput): Promise<number> {
+  try {
+    return await gifFrameCount(file);
+  } catch {
+    return 0;
+  }
 }
 
 /** The hosted file result's `type` for bytes hosted as a private file. */

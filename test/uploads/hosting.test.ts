@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { hostingMessages } from "../../src/uploads/hosting";
 import { privateFileKey } from "../../src/uploads/keys";
 import { seedStore } from "../support/factories";
-import { json } from "../support/http";
+import { api, json } from "../support/http";
 import { isoMedia, png } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
+import { gifFrameBomb, pngInflateBomb } from "./convert/hostile-images";
 
 describe("complete under concurrency", () => {
   it("converts concurrent completes of one isolate without a request doing I/O for another (no 500)", async () => {
@@ -33,6 +34,34 @@ describe("bytes that are never hosted", () => {
       expect(response.status).toBe(422);
       expect(await json(response)).toEqual({ message: hostingMessages.heif });
       expect(await env.BUCKET.get(privateFileKey(storeId, reservation.id))).toBeNull();
+    });
+  }
+});
+
+describe("hostile images through complete (issue 16)", () => {
+  for (const [name, bytes, type, status] of [
+    [
+      "the 34-byte GIF frame bomb (one frame claiming 65535 × 65535 on a 100 × 100 screen)",
+      gifFrameBomb(1),
+      "image/gif",
+      422,
+    ],
+    [
+      "the GIF frame bomb with two frames (an animation: hosted unchanged, nothing decoded)",
+      gifFrameBomb(2),
+      "image/gif",
+      201,
+    ],
+    ["a 1×1 PNG whose data inflates to 512 MiB", pngInflateBomb(), "image/png", 201],
+  ] as const) {
+    it(`answers ${status} to ${name} while other requests are answered`, async () => {
+      const { storeId, token, reservation } = await stage(bytes, { filename: "bomb", content_type: type });
+      const completing = complete(token, storeId, reservation.id);
+      const other = await api("/_dev/ping");
+      expect(other.status).toBe(204);
+      const response = await completing;
+      expect(response.status).toBe(status);
+      if (status === 422) expect((await json(response)).message).toMatch(/cannot be hosted/);
     });
   }
 });

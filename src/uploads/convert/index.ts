@@ -1,7 +1,6 @@
 import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
 import webpDecoderWasm from "@cwasm/webp/webp.wasm";
 import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc_simd.wasm";
-import { GifReader } from "omggif";
 import { decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
 import {
   arenaShareBytes,
@@ -9,7 +8,6 @@ import {
   formatMegabytes,
   formatMegapixels,
   libjpegOverheadBytes,
-  maxFullSizePixels,
   maxOutputPixels,
   maxQuality,
   maxSourceEdge,
@@ -21,6 +19,7 @@ import { ByteReader } from "./byte-reader";
 import { createWebpEncoder, encodeOptions, encoderMemoryBytes, type WebpEncoder } from "./encoder";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
+import { decodeGifRows, type GifScan, scanGif, truncatedGif } from "./gif";
 import { cmykChannel, type JpegHeader, readJpegHeader } from "./jpeg-header";
 import {
   arenaAlloc,
@@ -154,10 +153,9 @@ export async function codecMemory(): Promise<{ arena: number; encoder: number; w
   };
 }
 
-/** Whether the bytes hold more than one frame (animated GIF, animated WebP, APNG); those are not converted. */
-export function isAnimated(bytes: Uint8Array, kind: StillImageKind): boolean {
+/** Whether a WebP or PNG's leading bytes announce an animation (APNG: acTL before the first IDAT). */
+export function isAnimated(bytes: Uint8Array, kind: "webp" | "png"): boolean {
   try {
-    if (kind === "gif") return new GifReader(bytes).numFrames() > 1;
     if (kind === "webp") return readWebpHeader(bytes).animated;
     if (kind === "png") {
       const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -322,19 +320,6 @@ function refuseSourcePixels(width: number, height: number): void {
       `The image is too large to convert: ${width} × ${height} pixels exceeds the limit of ${maxSourceEdge} pixels on an edge.`,
     );
   if (width * height > maxSourcePixels) throw tooLarge(width, height, maxSourcePixels);
-}
-
-/** Downscales an image already in the arena, in place, to the target size. */
-function shrinkInArena(context: Context, pointer: number, width: number, height: number): Decoded {
-  const target = fitWithin(width, height, context.maxEdge, context.maxArea);
-  const { sawTransparency } = downscaleInPlace(
-    heapBytes(context.current.turbo, pointer, width * height * 4),
-    width,
-    height,
-    target.width,
-    target.height,
-  );
-  return { pointer, ...target, sawTransparency };
 }
 
 /** Runs a row decoder into a target-sized buffer in the arena. */
@@ -543,31 +528,43 @@ function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: C
   return { pointer, ...out, sawTransparency: false };
 }
 
-/** GIF: the first frame, composed onto a transparent canvas of the logical screen size, then reduced in place. */
+/** Largest interlaced GIF frame whose indices (one byte a pixel, in the JS heap) a decode may hold. */
+const maxInterlacedGifBytes = 12_000_000;
+
+/**
+ * GIF: the first frame on a transparent canvas of the logical screen, rows streamed into the target. Two
+ * reads: the scan walks every block (frame count, descriptors clipped to the screen) before anything is
+ * allocated, then the decode.
+ */
 async function decodeGif(input: ImageInput, context: Context): Promise<Decoded> {
-  const size = inputSize(input);
-  const bytes = new Uint8Array(size);
-  await readWhole(input, bytes, () => new UnconvertibleImageError("The GIF file is incomplete."));
-  let reader: GifReader;
+  const scanner = await openReader(input, truncatedGif);
+  let scan: GifScan;
   try {
-    reader = new GifReader(bytes);
-  } catch {
-    throw new UnconvertibleImageError("The GIF file cannot be read: its header is damaged.");
+    scan = await scanGif(scanner);
+  } finally {
+    await scanner.cancel();
   }
-  const { width, height } = reader;
-  if (reader.numFrames() < 1) throw new UnconvertibleImageError("The GIF file contains no image.");
-  if (reader.numFrames() > 1)
+  if (scan.frames > 1)
     throw new UnconvertibleImageError("The GIF image is animated; animated images are not converted.");
-  if (width * height > maxFullSizePixels) throw tooLarge(width, height, maxFullSizePixels, "a GIF");
-  const pointer = context.allocations.alloc(width * height * 4);
-  const canvas = heapBytes(context.current.turbo, pointer, width * height * 4);
-  canvas.fill(0);
+  refuseSourcePixels(scan.width, scan.height);
+  if (scan.decodeBytes > maxInterlacedGifBytes)
+    throw tooLarge(scan.width, scan.height, maxInterlacedGifBytes, "an interlaced GIF frame");
+  const reader = await openReader(input, truncatedGif);
   try {
-    reader.decodeAndBlitFrameRGBA(0, canvas);
-  } catch {
-    throw new UnconvertibleImageError("The GIF file is damaged: its image data cannot be decoded.");
+    return await streamRows(context, scan.width, scan.height, (push) => decodeGifRows(reader, push));
+  } finally {
+    await reader.cancel();
   }
-  return shrinkInArena(context, pointer, width, height);
+}
+
+/** Counts a GIF's frames by walking its blocks from the stream, without decoding any pixel. */
+export async function gifFrameCount(input: ImageInput): Promise<number> {
+  const reader = await openReader(input, truncatedGif);
+  try {
+    return (await scanGif(reader)).frames;
+  } finally {
+    await reader.cancel();
+  }
 }
 
 const truncatedWebp = () =>
