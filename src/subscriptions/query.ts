@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, type SQL, sql } from "drizzle-orm";
+import { and, asc, count, desc, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
 import { subscriptions } from "../db/schema";
@@ -47,15 +47,64 @@ function inRange(column: SQLiteColumn, range: TimeRange | undefined, indexable: 
   ];
 }
 
-function matches(search: Search, indexable: boolean): SQL {
-  if (search.kind === "email") return equals(subscriptions.customerEmailKey, search.key, indexable);
-  // The needle would straddle two names of the key, and no single name holds the separator.
-  if (search.needle.includes(subscriptionSearchSeparator)) return sql`0`;
-  // instr() compares plainly: `%` and `_` are literal, unlike LIKE, and nothing needs escaping.
-  return sql`instr(${subscriptions.searchText}, ${search.needle}) > 0`;
+/** The free-text index of the search key (migrations/0001_subscriptions_search.sql); not a drizzle table. */
+const searchIndex = sql.identifier("subscriptions_search");
+/** The statement's list of index hits (a common table expression). */
+const hitsName = "subscription_hits";
+const hitsTable = sql.identifier(hitsName);
+
+/** The trigram index finds only needles of three characters (code points) or more. */
+const trigramLength = 3;
+
+/**
+ * Past this many hits in the whole index (every store's), a search walks the store's list index
+ * instead of looking each hit up. In workerd's D1 a lookup by rowid costs about 4.5 µs (node:sqlite: 2
+ * to 3 µs) and a step of the walk about 0.2 µs, and both statements (page and count) pay it, so over
+ * 200,000 subscriptions of a store the walk wins from some 5,000 hits on (measured, `npm run
+ * bench:subscriptions`). Under the bound a search costs at most ~20 ms of lookups; over it, what the
+ * walk cost before the index existed, never more.
+ */
+export const defaultMaxIndexHits = 2_000;
+
+/**
+ * Whether the trigram index can find `needle`: three characters or more, within a single name, and no
+ * NUL (FTS5 reads its query as a C string, so a NUL ends it mid-phrase: "unterminated string").
+ */
+export function indexableNeedle(needle: string): boolean {
+  return (
+    !needle.includes(subscriptionSearchSeparator) && !needle.includes("\u0000") && [...needle].length >= trigramLength
+  );
 }
 
-type Leader = "customer" | "email" | "variant" | "product";
+/**
+ * The needle as one FTS5 phrase: quoted, so every character is literal (`%`, `_`, `*`, `-`, `"`, `:`,
+ * AND/OR/NOT), with a quote doubled as FTS5 strings escape it. The trigram tokenizer turns the phrase into
+ * the needle's consecutive trigrams, which occur in the key exactly where the needle does.
+ */
+export function searchPhrase(needle: string): string {
+  return `"${needle.replaceAll('"', '""')}"`;
+}
+
+/**
+ * Which of the two halves of an indexed search a condition is for: `lookup` takes the index's hits by
+ * rowid, `walk` tests the store's subscriptions one by one. `few` is true when the index has at most the
+ * bound of hits; each half is empty unless it is the one `few` chooses, so together they are the search.
+ */
+type TextHalf = { half: "lookup" | "walk"; few: SQL };
+
+function matches(search: Search, lead: Leader | null, text: TextHalf | undefined): SQL {
+  if (search.kind === "email") return equals(subscriptions.customerEmailKey, search.key, lead === "email");
+  // The needle would straddle two names of the key, and no single name holds the separator.
+  if (search.needle.includes(subscriptionSearchSeparator)) return sql`0`;
+  // instr() compares plainly: `%` and `_` are literal, unlike LIKE, and nothing needs escaping. It decides
+  // every match, also behind the index, so the index only has to find a superset (a row the index still
+  // lists after an INSERT OR REPLACE, which fires no delete trigger, is never answered).
+  const found = sql`instr(${subscriptions.searchText}, ${search.needle}) > 0`;
+  if (lead !== "text" || text?.half !== "lookup") return found;
+  return sql`${subscriptions}.rowid IN (SELECT rowid FROM ${hitsTable} WHERE ${text.few}) AND ${found}`;
+}
+
+type Leader = "customer" | "email" | "variant" | "product" | "text";
 
 /**
  * The filter whose index should drive the query: an id or e-mail names a handful to a few thousand
@@ -63,56 +112,124 @@ type Leader = "customer" | "email" | "variant" | "product";
  * ANALYZE statistics SQLite guesses that a two-sided date range beats an equality: for a variant and a
  * month of period ends it read every period end of the month (0.5 s over 200,000 subscriptions) instead
  * of the variant's 3,000 rows (9 ms; docs/benchmarks.md). A status is too common to lead over these.
+ *
+ * Free text of three characters or more comes next: the trigram index lists the matching subscriptions
+ * of every store, which are looked up by rowid, checked, then sorted (past `defaultMaxIndexHits` hits
+ * the store is walked as without the index, see listStatements). Behind an id it would cost as many
+ * lookups as the index has hits, where the id's index bounds the work, so an id still leads. Shorter
+ * text cannot be looked up: it is tested on each subscription the other filters leave.
  */
 function leader(request: SubscriptionListRequest): Leader | null {
   if (request.customerId) return "customer";
   if (request.search?.kind === "email") return "email";
   if (request.variantId) return "variant";
   if (request.productId) return "product";
+  if (request.search?.kind === "text" && indexableNeedle(request.search.needle)) return "text";
   return null;
 }
 
 /**
  * The WHERE clause of a list: the store first, so every filter shape can use one of the
  * `subscriptions_store_*` indexes. Subscriptions hidden by their customer are listed like any other.
+ * An indexable text search is two conditions, one per half (`text`); without it, the walk alone.
  */
-export function listCondition(storeId: string, request: SubscriptionListRequest): SQL {
+export function listCondition(storeId: string, request: SubscriptionListRequest, text?: TextHalf): SQL {
   const lead = leader(request);
-  const free = lead === null;
+  const lookup = lead === "text" && text?.half === "lookup";
+  // The walk plans as a search without the index did: the column filters choose their index.
+  const free = lead === null || (lead === "text" && !lookup);
+  // Behind the text index, no column index may drive: the rows come from the index's rowids.
+  const listIndex = !lookup;
+  const store =
+    lead === "text" && text?.half === "walk"
+      ? // NULL when the lookup half answers: the index search finds no store, and the walk ends at once.
+        sql`${subscriptions.storeId} = (CASE WHEN ${text.few} THEN NULL ELSE ${sql.param(storeId, subscriptions.storeId)} END)`
+      : equals(subscriptions.storeId, storeId, listIndex);
   const conditions: SQL[] = [
-    eq(subscriptions.storeId, storeId),
+    store,
     ...(request.status ? [equals(subscriptions.status, request.status, free)] : []),
     ...(request.customerId ? [equals(subscriptions.customerId, request.customerId, lead === "customer")] : []),
     ...(request.productId ? [equals(subscriptions.productId, request.productId, lead === "product")] : []),
     ...(request.variantId ? [equals(subscriptions.variantId, request.variantId, lead === "variant")] : []),
     // Every list index holds created_at right after its leading column, so this range always helps.
-    ...inRange(subscriptions.createdAt, request.created, true),
+    ...inRange(subscriptions.createdAt, request.created, listIndex),
     ...inRange(subscriptions.canceledAt, request.canceled, free),
     ...inRange(subscriptions.currentPeriodEnd, request.currentPeriodEnd, free),
-    ...(request.search ? [matches(request.search, lead === "email")] : []),
+    ...(request.search ? [matches(request.search, lead, text)] : []),
   ];
   return and(...conditions) as SQL;
 }
 
+/** Tuning of the list statements; tests lower the bound to reach the walk with a few rows. */
+export type ListOptions = { maxIndexHits?: number };
+
 /**
  * The two statements of a list: one page in a total order (creation time, then id, both in the sort's
  * direction, so equal times never make pages overlap or skip), and the filtered count.
+ *
+ * An indexable text search is the UNION ALL of its two halves over one list of index hits (at most the
+ * bound plus one, so counting them stays cheap), which SQLite materializes once per statement. Whether
+ * the index or the walk is cheaper depends on how common the needle is, which only the index knows:
+ * `nie` is in every Polish "Miesięcznie", `tomasz adamczyk` in a hundred subscriptions.
  */
-export function listStatements(db: Database, storeId: string, request: SubscriptionListRequest) {
-  const where = listCondition(storeId, request);
+export function listStatements(
+  db: Database,
+  storeId: string,
+  request: SubscriptionListRequest,
+  options: ListOptions = {},
+) {
   const direction = request.sort === "created_at" ? asc : desc;
+  const order = [direction(subscriptions.createdAt), direction(subscriptions.id)];
   // Past any real table size the page is empty anyway; capping keeps the bound value an exact integer.
   const offset = Math.min((request.page - 1) * request.perPage, Number.MAX_SAFE_INTEGER);
+  if (leader(request) !== "text" || request.search?.kind !== "text") {
+    const where = listCondition(storeId, request);
+    return {
+      page: db
+        .select(resourceColumns)
+        .from(subscriptions)
+        .where(where)
+        .orderBy(...order)
+        .limit(request.perPage)
+        .offset(offset),
+      // count(*) lets SQLite answer from the narrowest index that holds the filtered columns.
+      count: db.select({ total: count() }).from(subscriptions).where(where),
+    };
+  }
+
+  const maxHits = options.maxIndexHits ?? defaultMaxIndexHits;
+  const hits = db.$with(hitsName).as(
+    db
+      .select({ rowid: sql<number>`rowid`.as("rowid") })
+      .from(sql`${searchIndex}`)
+      .where(sql`${searchIndex} MATCH ${searchPhrase(request.search.needle)}`)
+      .limit(maxHits + 1),
+  );
+  const few = sql`(SELECT count(*) FROM ${hitsTable}) <= ${maxHits}`;
+  const lookup = listCondition(storeId, request, { half: "lookup", few });
+  const walk = listCondition(storeId, request, { half: "walk", few });
+  const matching = db
+    .select({ one: sql<number>`1`.as("one") })
+    .from(subscriptions)
+    .where(lookup)
+    .unionAll(
+      db
+        .select({ one: sql<number>`1`.as("one") })
+        .from(subscriptions)
+        .where(walk),
+    )
+    .as("matching");
   return {
     page: db
+      .with(hits)
       .select(resourceColumns)
       .from(subscriptions)
-      .where(where)
-      .orderBy(direction(subscriptions.createdAt), direction(subscriptions.id))
+      .where(lookup)
+      .unionAll(db.select(resourceColumns).from(subscriptions).where(walk))
+      .orderBy(...order)
       .limit(request.perPage)
       .offset(offset),
-    // count(*) lets SQLite answer from the narrowest index that holds the filtered columns.
-    count: db.select({ total: count() }).from(subscriptions).where(where),
+    count: db.with(hits).select({ total: count() }).from(matching),
   };
 }
 
@@ -121,8 +238,9 @@ export async function listSubscriptions(
   db: Database,
   storeId: string,
   request: SubscriptionListRequest,
+  options: ListOptions = {},
 ): Promise<{ items: Subscription[]; total: number }> {
-  const statements = listStatements(db, storeId, request);
+  const statements = listStatements(db, storeId, request, options);
   const [rows, [counted]] = await db.batch([statements.page, statements.count]);
   return { items: rows.map(subscriptionView), total: counted?.total ?? 0 };
 }

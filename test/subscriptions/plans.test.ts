@@ -91,9 +91,56 @@ describe("GET /subscriptions: query plans", () => {
     }
   });
 
-  it("free-text search reads the store's entries of the list index in order, the names included in it", async () => {
+  it("free text shorter than three characters reads the store's entries of the list index in order, the names included in it", async () => {
+    for (const query of ["ko", "ł", "🎸🎸"]) {
+      const { page, count } = await plans({ query });
+      expect(page, query).toEqual(["SEARCH subscriptions USING INDEX subscriptions_store_created (store_id=?)"]);
+      expect(count, query).toEqual([
+        "SEARCH subscriptions USING COVERING INDEX subscriptions_store_created (store_id=?)",
+      ]);
+    }
+  });
+
+  it("free text of three characters or more looks its hits up in the trigram index, the walk of the list index as the other half", async () => {
     const { page, count } = await plans({ query: "kowal" });
-    expect(page).toEqual(["SEARCH subscriptions USING INDEX subscriptions_store_created (store_id=?)"]);
-    expect(count).toEqual(["SEARCH subscriptions USING COVERING INDEX subscriptions_store_created (store_id=?)"]);
+    expect(page).toEqual([
+      "MERGE (UNION ALL)",
+      "LEFT",
+      "SEARCH subscriptions USING INTEGER PRIMARY KEY (rowid=?)",
+      "LIST SUBQUERY 3",
+      "MATERIALIZE subscription_hits",
+      "SCAN subscriptions_search VIRTUAL TABLE INDEX 0:M1",
+      "SCAN subscription_hits",
+      "SCALAR SUBQUERY 2",
+      "SCAN subscription_hits",
+      "USE TEMP B-TREE FOR ORDER BY",
+      "RIGHT",
+      "SEARCH subscriptions USING INDEX subscriptions_store_created (store_id=?)",
+      "SCALAR SUBQUERY 5",
+      "SCAN subscription_hits",
+    ]);
+    // The hits are listed once per statement, and the count reads the same two halves.
+    expect(page.filter((line) => line.startsWith("MATERIALIZE"))).toHaveLength(1);
+    expect(count).toContain("SEARCH subscriptions USING INTEGER PRIMARY KEY (rowid=?)");
+    expect(count).toContain("SCAN subscriptions_search VIRTUAL TABLE INDEX 0:M1");
+    expect(count).toContain("SEARCH subscriptions USING COVERING INDEX subscriptions_store_created (store_id=?)");
+    expect(count.filter((line) => line.startsWith("MATERIALIZE"))).toHaveLength(1);
+  });
+
+  it("indexed text with a status or a date range: hits looked up by rowid, the walk on that filter's index", async () => {
+    for (const [params, walked] of [
+      [{ query: "kowal", status: "active" }, "subscriptions_store_status_created (store_id=? AND status=?)"],
+      [
+        { query: "kowal", ...canceled },
+        "subscriptions_store_canceled (store_id=? AND canceled_at>? AND canceled_at<?)",
+      ],
+      [{ query: "kowal", ...created }, "subscriptions_store_created (store_id=? AND created_at>? AND created_at<?)"],
+    ] as const) {
+      const { page, count } = await plans(params);
+      expect(page[2], JSON.stringify(params)).toBe("SEARCH subscriptions USING INTEGER PRIMARY KEY (rowid=?)");
+      expect(page).toContain("SCAN subscriptions_search VIRTUAL TABLE INDEX 0:M1");
+      expect(page.slice(page.indexOf("RIGHT") + 1)[0]).toBe(`SEARCH subscriptions USING INDEX ${walked}`);
+      for (const line of [...page, ...count]) expect(line).not.toMatch(/^SCAN subscriptions\b/);
+    }
   });
 });
