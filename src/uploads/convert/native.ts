@@ -144,13 +144,3 @@ export function decompressInto(
   );
   if (status !== 0) throw new UnconvertibleImageError("The JPEG file is damaged: its image data cannot be decoded.");
 }
-
-type WebpExports = { WebPDecodeRGBA(source: number, size: number, width: number, height: number): number };
-
-/** One libwebp decoder instance (@cwasm/webp): decodes into its own memory, read in place without a JS copy. */
-export type WebpDecoder = { readonly exports: WebpExports & Allocator };
-
-/** Instantiates the libwebp decoder. */
-export function createWebpDecoder(module: WebAssembly.Module): WebpDecoder {
-  return { exports: instantiate<WebpExports>(module) };
-}

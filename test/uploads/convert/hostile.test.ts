@@ -101,3 +101,26 @@ let photoPng: Uint8Array | undefined;
 function photoLike4Png(): Promise<Uint8Array> {
   return photoPng ? Promise.resolve(photoPng) : writeRgbaPng(photoLike(320, 240), 320, 240).then((p) => (photoPng = p));
 }
+describe("admitted at full size", () => {
+  it("converts a 12 MP interlaced PNG (4000 × 3000 Adam7) to 2560 × 1920", async () => {
+    const png = await interlacedPng(4000, 3000, (x, y, out) => out.set([x & 255, y & 255, (x ^ y) & 255]));
+    const out = await convertToWebp(chunked(png, 65_536), "png", { maxEdge: 2560 });
+    expect([out.width, out.height]).toEqual([2560, 1920]);
+  }, 60_000);
+
+  it("keeps real transparency at the full 2560-pixel long edge", async () => {
+    const png = await writePng({
+      width: 3000,
+      height: 2000,
+      colorType: 6,
+      bitDepth: 8,
+      filter: 0,
+      samples: (x, y) => [x & 255, y & 255, 128, Math.hypot(x - 1500, y - 1000) < 900 ? 255 : 0],
+    });
+    const out = await convertToWebp(chunked(png, 65_536), "png", { maxEdge: 2560 });
+    expect([out.width, out.height]).toEqual([2560, 1707]); // 3000 × 2000 at exactly 2560 on the long edge
+    const decoded = await decodeWebp(out.bytes);
+    expect(decoded.data[3]).toBe(0); // the corner is transparent
+    expect(decoded.data[(853 * 2560 + 1280) * 4 + 3]).toBe(255); // the centre is opaque
+  }, 60_000);
+});

@@ -1,0 +1,245 @@
+import { encodeAlph } from "./alpha-chunk";
+
+/**
+ * Our libwebp build (wasm/webp: Debian's libwebp 1.2.4 + codec.c, `npm run build:wasm`): decoder and
+ * encoder in one linear memory, so the pipeline decodes, resizes and encodes without copying pixels out.
+ *
+ * The module is standalone (no emscripten JS runtime): the Worker gets it as a compiled module (wrangler's
+ * CompiledWasm rule) and instantiates it synchronously with the two host functions below, the way native.ts
+ * loads the wasi builds. Its memory starts at 1 MiB and grows by exactly what malloc asks for, up to the
+ * cap set in build.sh (80 MiB); it never shrinks, so the instance costs its high-water mark for its life.
+ *
+ * Encoding: the RGBA is imported as opaque and freed once libwebp holds its YUV copy (5.6 bytes per output
+ * pixel at method 2, whatever the content); the alpha plane is coded here by alpha-chunk.ts, reading the same
+ * buffer in place before the encode, and the VP8X + ALPH + VP8 container is put together from pieces.
+ */
+
+type CodecExports = {
+  memory: WebAssembly.Memory;
+  malloc(size: number): number;
+  free(pointer: number): void;
+  encode_rgba(pointer: number, width: number, height: number, quality: number, method: number): number;
+  decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
+  get_features(file: number, size: number, out: number): number;
+  _initialize(): void;
+};
+
+/**
+ * Upper bound of the codec's memory after encoding width × height at quality ≤ 85 and method ≤ 2, starting
+ * from a fresh instance: the 1 MiB it starts with plus 5.6 bytes per pixel (measured: at most 5.39 B/px above
+ * 1 MiB, for noise and photos from 1000 × 700 to 2560 × 2560; alpha adds nothing here, it is coded in JS).
+ * Quality 90 and above need 8.5 B/px (libwebp's partition buffers double once more).
+ */
+export function encodeMemoryBytes(width: number, height: number): number {
+  return 1_048_576 + Math.ceil(5.6 * width * height);
+}
+
+/** libwebp's VP8StatusCode, as returned by decodeScaled. */
+export const webpStatus = {
+  ok: 0,
+  outOfMemory: 1,
+  invalidParam: 2,
+  bitstreamError: 3,
+  unsupportedFeature: 4,
+  suspended: 5,
+  userAbort: 6,
+  notEnoughData: 7,
+} as const;
+
+/** libwebp's WebPEncodingError names (index = code), plus 100 for arguments out of range. */
+const encodingErrors = [
+  "ok",
+  "out of memory",
+  "out of memory for the bitstream",
+  "null parameter",
+  "invalid configuration",
+  "bad dimension",
+  "partition 0 overflow",
+  "partition overflow",
+  "bad write",
+  "file too big",
+  "user abort",
+];
+
+/** Thrown by encode when libwebp fails; `code` is its WebPEncodingError (1 = out of memory). */
+export class WebpEncodeError extends Error {
+  override name = "WebpEncodeError";
+  constructor(readonly code: number) {
+    super(`libwebp could not encode the image: ${encodingErrors[code] ?? "invalid arguments"} (${code})`);
+  }
+}
+
+/** What a WebP file's header says (WebPGetFeatures). */
+export type WebpFeatures = {
+  width: number;
+  height: number;
+  hasAlpha: boolean;
+  hasAnimation: boolean;
+  /** Bitstream of the (first) frame; "mixed" for animations and files whose frame was not reached. */
+  format: "mixed" | "lossy" | "lossless";
+};
+
+/** Encoder settings: quality 0–100, method 0–6 (default 2, see encoder.ts for why). */
+export type WebpEncodeOptions = { quality: number; method?: number };
+
+/** One libwebp instance and the operations the conversion pipeline needs. */
+export type WebpCodec = {
+  /** Allocates `size` bytes in the codec's heap; 0 when the memory cannot grow that far. */
+  malloc(size: number): number;
+  /** Frees a block from malloc. */
+  free(pointer: number): void;
+  /** A fresh view of `size` bytes at `pointer` (views of older buffers detach when the memory grows). */
+  heap(pointer: number, size: number): Uint8Array;
+  /** Current size of the linear memory in bytes: the instance's high-water mark. */
+  memoryBytes(): number;
+  /**
+   * Encodes the width × height RGBA at `pointer` (malloc'd here; always freed by this call) as a lossy WebP,
+   * returned as the file's pieces in order: a simple "VP8 " file when every alpha is 255, otherwise
+   * VP8X + ALPH + VP8. Throws WebpEncodeError (code 1 when the memory cap is reached) or RangeError.
+   */
+  encode(pointer: number, width: number, height: number, options: WebpEncodeOptions): Uint8Array[];
+  /**
+   * Decodes the WebP file at `file` (`size` bytes) to `width` × `height` RGBA at `out` (stride width × 4,
+   * width × height × 4 bytes malloc'd by the caller), scaling while decoding. Returns a webpStatus code;
+   * animations give unsupportedFeature. Working memory besides file and output, per source pixel (measured
+   * at 4000 × 3000): lossy opaque ~0 (0.5 MB of rows); lossy with our ALPH 3 B (libwebp 1.2.4 reserves the
+   * alpha plane twice, plus its 8-bit decoder's plane); lossy with libwebp's own ALPH (predictor transform)
+   * 6 B; lossless 4 B. When the alpha plane cannot be allocated libwebp reports bitstreamError, not outOfMemory.
+   */
+  decodeScaled(file: number, size: number, out: number, width: number, height: number): number;
+  /** Reads the header of the WebP file at `file` (`size` bytes); null when it is not a readable WebP. */
+  features(file: number, size: number): WebpFeatures | null;
+};
+
+const formats = ["mixed", "lossy", "lossless"] as const;
+const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0));
+
+/** Whether any alpha byte of the RGBA is below 255. */
+function hasTransparency(rgba: Uint8Array): boolean {
+  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return true;
+  return false;
+}
+
+/**
+ * Turns libwebp's simple file (RIFF header, "VP8 " chunk) into VP8X + ALPH + VP8 without copying the VP8
+ * data: only the 12-byte RIFF header is dropped from the front of libwebp's pieces (a view, not a copy).
+ */
+function withAlphaChunk(simple: Uint8Array[], alph: Uint8Array, width: number, height: number): Uint8Array[] {
+  const vp8: Uint8Array[] = [];
+  let vp8Bytes = 0;
+  let skip = 12;
+  const start: number[] = [];
+  for (const piece of simple) {
+    if (start.length < 16) start.push(...piece.subarray(0, 16 - start.length));
+    const part = skip >= piece.length ? null : piece.subarray(skip);
+    skip = Math.max(0, skip - piece.length);
+    if (part && part.length > 0) {
+      vp8.push(part);
+      vp8Bytes += part.length;
+    }
+  }
+  const tag = String.fromCharCode(...start.slice(0, 4), ...start.slice(8, 16));
+  if (tag !== "RIFFWEBPVP8 ") throw new Error(`libwebp wrote an unexpected container: ${JSON.stringify(tag)}`);
+  const pad = alph.length & 1;
+  const header = new Uint8Array(12 + 18 + 8);
+  const view = new DataView(header.buffer);
+  header.set(ascii("RIFF"), 0);
+  view.setUint32(4, 4 + 18 + 8 + alph.length + pad + vp8Bytes, true);
+  header.set(ascii("WEBPVP8X"), 8);
+  view.setUint32(16, 10, true);
+  header[20] = 0x10; // flags: alpha; then 24 reserved bits
+  for (let k = 0; k < 3; k += 1) {
+    header[24 + k] = ((width - 1) >> (8 * k)) & 255; // canvas width - 1, 24 bits
+    header[27 + k] = ((height - 1) >> (8 * k)) & 255; // canvas height - 1, 24 bits
+  }
+  header.set(ascii("ALPH"), 30);
+  view.setUint32(34, alph.length, true);
+  return pad ? [header, alph, new Uint8Array(1), ...vp8] : [header, alph, ...vp8];
+}
+
+/** Instantiates the codec from its compiled module (Workers cannot fetch or compile wasm at run time). */
+export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
+  let memory: WebAssembly.Memory | undefined;
+  // The pieces of the file being encoded; write_output copies into it as libwebp writes.
+  let sink: Uint8Array[] | null = null;
+  const instance = new WebAssembly.Instance(module, {
+    env: {
+      write_output: (pointer: number, size: number) => {
+        if (!sink || !memory) return 0;
+        sink.push(new Uint8Array(memory.buffer, pointer, size).slice());
+        return 1;
+      },
+      // Views are taken fresh from memory.buffer on every use, so there is nothing to refresh.
+      emscripten_notify_memory_growth: () => {},
+    },
+  });
+  const exports = instance.exports as unknown as CodecExports;
+  memory = exports.memory;
+  exports._initialize(); // a reactor module: runs the C constructors once
+
+  const heap = (pointer: number, size: number) => new Uint8Array(exports.memory.buffer, pointer, size);
+
+  const encode = (pointer: number, width: number, height: number, options: WebpEncodeOptions): Uint8Array[] => {
+    const { quality, method = 2 } = options;
+    const valid =
+      Number.isInteger(width) &&
+      Number.isInteger(height) &&
+      width > 0 &&
+      height > 0 &&
+      width <= 16383 &&
+      height <= 16383 &&
+      quality >= 0 &&
+      quality <= 100 &&
+      Number.isInteger(method) &&
+      method >= 0 &&
+      method <= 6;
+    if (!valid) {
+      exports.free(pointer);
+      throw new RangeError(`cannot encode ${width} × ${height} at quality ${quality}, method ${method}`);
+    }
+    let alph: Uint8Array | null = null;
+    try {
+      // Read in place, before encode_rgba frees the pixels.
+      const rgba = heap(pointer, width * height * 4);
+      if (hasTransparency(rgba)) alph = encodeAlph(rgba, width, height).payload;
+    } catch (error) {
+      exports.free(pointer);
+      throw error;
+    }
+    const pieces: Uint8Array[] = [];
+    sink = pieces;
+    let status: number;
+    try {
+      status = exports.encode_rgba(pointer, width, height, quality, method);
+    } finally {
+      sink = null;
+    }
+    if (status !== 0) throw new WebpEncodeError(status);
+    return alph ? withAlphaChunk(pieces, alph, width, height) : pieces;
+  };
+
+  // The five int32 fields get_features writes, allocated once now, at the bottom of the heap, rather than
+  // between the large blocks of a conversion.
+  const featureFields = exports.malloc(20);
+  const features = (file: number, size: number): WebpFeatures | null => {
+    if (exports.get_features(file, size, featureFields) !== webpStatus.ok) return null;
+    const fields = new Int32Array(exports.memory.buffer, featureFields, 5);
+    return {
+      width: fields[0] as number,
+      height: fields[1] as number,
+      hasAlpha: fields[2] !== 0,
+      hasAnimation: fields[3] !== 0,
+      format: formats[fields[4] as number] ?? "mixed",
+    };
+  };
+
+  return {
+    malloc: (size) => exports.malloc(size),
+    free: (pointer) => exports.free(pointer),
+    heap,
+    memoryBytes: () => exports.memory.buffer.byteLength,
+    encode,
+    decodeScaled: (file, size, out, width, height) => exports.decode_scaled(file, size, out, width, height),
+    features,
+  };
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4) plus our glue
+# (codec.c), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
+# once into the build directory (reused later), compiles everything again and overwrites the output.
+#
+# Sources: libwebp only ever comes from `apt-get source libwebp` (Debian's archive, with Debian's patches,
+# among them the CVE-2023-4863 fix), emcc only from Debian's `emscripten` package. Nothing is fetched
+# from anywhere else, and no libwebp file is committed.
+#
+# Usage: npm run build:wasm   (needs root for apt, or a libwebp-1.2.4 tree already in $WEBP_BUILD_DIR)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT="$ROOT/src/uploads/convert/webp-codec.wasm"
+BUILD=${WEBP_BUILD_DIR:-${TMPDIR:-/tmp}/storefront-webp-codec}
+VERSION=1.2.4
+# Heap limit baked into the module: past it malloc returns 0 (a refusal) instead of the isolate being killed.
+MAX_MEMORY=${WEBP_MAX_MEMORY:-83886080}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v emcc >/dev/null; then
+  as_root apt-get update
+  as_root apt-get install -y emscripten
+fi
+echo "emcc: $(emcc --version | head -1)"
+
+mkdir -p "$BUILD"
+SRC=$(find "$BUILD" -maxdepth 1 -type d -name "libwebp-$VERSION" | head -1)
+if [ -z "$SRC" ]; then
+  # `apt-get source` needs a deb-src entry for Debian's archive (the same host as the binary packages); add
+  # one unless apt already knows the source package, then fetch and unpack it (dpkg-source applies Debian's
+  # patches). The entry is written whole each time, so running this again changes nothing.
+  if ! apt-cache showsrc libwebp 2>/dev/null | grep -q "^Version: $VERSION-"; then
+    as_root tee /etc/apt/sources.list.d/debian-bookworm-src.sources >/dev/null <<'SOURCES'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    as_root apt-get update
+  fi
+  command -v dpkg-source >/dev/null || as_root apt-get install -y dpkg-dev
+  (cd "$BUILD" && apt-get source libwebp)
+  SRC=$(find "$BUILD" -maxdepth 1 -type d -name "libwebp-$VERSION" | head -1)
+  [ -n "$SRC" ] || { echo "apt-get source did not unpack libwebp-$VERSION (is this Debian bookworm?)" >&2; exit 1; }
+fi
+echo "libwebp: $(head -1 "$SRC/debian/changelog")"
+
+# -msse4.1 (implies SSE2) makes libwebp compile its SSE2/SSE4.1 code, which emscripten's x86 intrinsics
+# headers translate to wasm SIMD (-msimd128). The NEON/MIPS/MSA files only hold stubs on this target.
+CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -I"$SRC" -Wall)
+OBJ="$BUILD/obj"
+rm -rf "$OBJ"
+mkdir -p "$OBJ"
+# sharpyuv/ is part of the encoder in 1.2.4 (its optional sharp RGB->YUV conversion); mux/demux are not needed.
+FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src/enc/*.c "$SRC"/sharpyuv/*.c |
+  grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
+# One object per file, as many at a time as there are cores; names keep the directory because dec/ and enc/
+# share some file names.
+compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
+export -f compile
+export OBJ CFLAGS_STRING="${CFLAGS[*]}"
+printf '%s\n' $FILES "$HERE/codec.c" |
+  xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
+
+# Standalone module: no emscripten JS glue (whose factory is asynchronous and ~20 KB of JS written for
+# browsers), so the Worker instantiates it synchronously from the compiled module with a two-function import
+# object (webp-codec.ts). Memory grows by exactly the pages malloc asks for (standalone emscripten_resize_heap,
+# dlmalloc without mmap), starting from 1 MiB: the instance's size is the true high-water mark of its heap.
+# The 256 KiB stack is ~40 times what was measured (6.7 KB for a 12 MP encode at method 6, 1.9 KB to decode).
+# write_output is meant to stay undefined (an import), so emcc's "undefined symbol: write_output" warning is
+# expected; the import check below fails the build on anything else.
+emcc -O3 -msimd128 "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
+  --no-entry -sSTANDALONE_WASM=1 -sALLOW_MEMORY_GROWTH=1 \
+  -sINITIAL_MEMORY=1048576 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
+  -sERROR_ON_UNDEFINED_SYMBOLS=0 \
+  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features
+
+# ERROR_ON_UNDEFINED_SYMBOLS=0 lets write_output become an import; check that nothing else slipped through
+# as one (a missing libwebp file would otherwise only fail when the Worker instantiates the module).
+NODE=$(command -v node || echo "$ROOT/node_modules/.bin/node")
+"$NODE" -e '
+  const m = new WebAssembly.Module(require("fs").readFileSync(process.argv[1]));
+  const got = WebAssembly.Module.imports(m).map((i) => `${i.module}.${i.name}`).sort().join(" ");
+  const want = "env.emscripten_notify_memory_growth env.write_output";
+  if (got !== want) { console.error(`unexpected imports: ${got}`); process.exit(1); }
+' "$BUILD/webp-codec.wasm"
+cp "$BUILD/webp-codec.wasm" "$OUT"
+echo "wrote $OUT ($(wc -c <"$OUT") bytes, sha256 $(sha256sum "$OUT" | cut -c1-16))"
