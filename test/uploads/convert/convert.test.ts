@@ -464,6 +464,26 @@ describe("admission and memory", () => {
     }
   });
 
+  it("converts 24 MP JPEGs (baseline 4:2:0 and 4:4:4, progressive 4:2:0) to 2560 px within the memory shares", {
+    timeout: 180_000,
+  }, async () => {
+    const pixels = photoLike(6000, 4000);
+    for (const [progressive, chromaSubsample] of [
+      [false, 2],
+      [false, 1],
+      [true, 2],
+    ] as const) {
+      const jpeg = await encodeJpeg(pixels, 6000, 4000, { progressive, quality: 90, chromaSubsample });
+      const out = await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+      expect([out.width, out.height], `progressive ${progressive}, subsampling ${chromaSubsample}`).toEqual([
+        2560, 1707,
+      ]);
+      const memory = codecMemory();
+      expect(memory.scratch).toBeLessThanOrEqual(scratchShareBytes);
+      expect(memory.codec).toBeLessThanOrEqual(codecShareBytes);
+    }
+  });
+
   it("converts a 12 MP PNG to 2560 px on the long edge within the memory shares", { timeout: 120_000 }, async () => {
     const png = await writeRgbaPng(photoLike(4000, 3000), 4000, 3000);
     const out = await convertToWebp(png, "png", { maxEdge: 2560 });
