@@ -39,7 +39,11 @@ export const complete = (token: string, store: string, id: string) =>
   api(`/media-uploads/${id}/complete`, { method: "POST", token, store });
 
 /** Prepare and PUT in one go, for a store of its own unless given; answers what complete needs. */
-export async function stage(bytes: Uint8Array, options: Record<string, unknown> = {}, owner?: { storeId: string; token: string }) {
+export async function stage(
+  bytes: Uint8Array,
+  options: Record<string, unknown> = {},
+  owner?: { storeId: string; token: string },
+) {
   const { storeId, token } = owner ?? (await seedStore());
   const reservation = await reserve(token, storeId, bytes, options);
   const put = await putBytes(reservation, bytes);
