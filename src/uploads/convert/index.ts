@@ -538,7 +538,7 @@ function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: C
     target.height,
     context.codecs.codec.heap(result.pointer, target.width * target.height * 4),
   );
-  decodeProgressive(bytes, plan, storage, (rgba) => scaler.push(rgba));
+  decodeProgressive(bytes, plan, storage, (rgba) => scaler.push(rgba), context.codecs.turbo.exports.memory);
   if (scaler.rowsPushed !== scaledHeight)
     throw new UnconvertibleImageError("The JPEG image data ends before its last row.");
 }

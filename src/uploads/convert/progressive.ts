@@ -1,6 +1,7 @@
 import { UnconvertibleImageError } from "./errors";
 import type { JpegComponent } from "./jpeg-header";
 import { cmykChannel, skipEntropyData } from "./jpeg-header";
+import progressiveWasm from "./progressive.wasm";
 
 /**
  * A progressive JPEG decoder that never holds all coefficients. libjpeg keeps every coefficient of a
@@ -8,7 +9,8 @@ import { cmykChannel, skipEntropyData } from "./jpeg-header";
  * alone exceeds what a Worker can spare. This decoder decodes at N/8 scale and stores only the N×N
  * low-frequency coefficients of each block (all an N-point IDCT uses), plus one bit per coefficient saying
  * whether it is non-zero, which the successive-approximation refinement scans need to parse the rest.
- * Storage is blocks × (2·N² + 8) bytes, in memory the caller provides.
+ * Storage is blocks × (2·N² + 8) bytes plus a small scratch (tables, one MCU row of samples, one RGBA row), in
+ * memory the caller provides.
  */
 
 const zigzag = Int32Array.from([
@@ -62,11 +64,70 @@ function geometry(plan: ProgressivePlan) {
   return { hMax: single ? 1 : hMax, vMax: single ? 1 : vMax, mcusPerLine, mcusPerColumn, components };
 }
 
-/** Bytes of coefficient storage the decoder asks for: blocks × (2·N² + 8). */
+/**
+ * Bytes of storage the decoder asks for: blocks × (2·N² + 8) of coefficients and non-zero bits, plus the
+ * scratch of the WebAssembly path (tables, one MCU row of samples, one RGBA row: ~14 kB + ~N²·2·width·vMax/8).
+ */
 export function progressiveStorageBytes(plan: ProgressivePlan): number {
-  const { components } = geometry(plan);
-  const blocks = components.reduce((sum, c) => sum + c.paddedPerLine * c.paddedPerColumn, 0);
-  return blocks * (2 * plan.n * plan.n + 8);
+  const g = geometry(plan);
+  const blocks = g.components.reduce((sum, c) => sum + c.paddedPerLine * c.paddedPerColumn, 0);
+  return blocks * (2 * plan.n * plan.n + 8) + 16 + scratchLayout(plan, g).size;
+}
+
+const huffmanBytes = 512 * 4 + 18 * 4 + 18 * 4 + 256;
+const descriptorWords = 16 + 4 * 8;
+
+/** Offsets (from a 16-byte aligned start) of the WebAssembly path's scratch buffers. */
+function scratchLayout(plan: ProgressivePlan, g: ReturnType<typeof geometry>) {
+  const { n } = plan;
+  const outWidth = Math.ceil((plan.width * n) / 8);
+  const count = g.components.length;
+  let size = 0;
+  const take = (bytes: number) => {
+    const at = size;
+    size += Math.ceil(bytes / 16) * 16;
+    return at;
+  };
+  const descriptor = take(descriptorWords * 4);
+  const slotOf = take(64 * 4);
+  const tables = take(5 * huffmanBytes);
+  const matrix = take(64 * 8);
+  const quant = g.components.map(() => take(64 * 8));
+  const work = take(128 * 8);
+  const rowEnds = take(8 * 4);
+  const columnMaps = g.components.map(() => take(outWidth * 4));
+  const planes = g.components.map((c) => take(c.paddedPerLine * n * c.v * n));
+  const rgba = take(outWidth * 4);
+  return { size, descriptor, slotOf, tables, matrix, quant, work, rowEnds, columnMaps, planes, rgba, outWidth, count };
+}
+
+type Core = {
+  decode_scan(descriptor: number): number;
+  idct_blocks(
+    coefficients: number,
+    count: number,
+    q: number,
+    matrix: number,
+    n: number,
+    plane: number,
+    target: number,
+    stride: number,
+    work: number,
+    rowEnds: number,
+  ): void;
+  ycc_row(p0: number, p1: number, p2: number, m0: number, m1: number, m2: number, rgba: number, width: number): void;
+};
+
+/** One instance of the WebAssembly core per memory it works in (the conversion arena's). */
+const cores = new WeakMap<WebAssembly.Memory, Core>();
+
+function coreFor(memory: WebAssembly.Memory): Core {
+  let core = cores.get(memory);
+  if (!core) {
+    core = new WebAssembly.Instance(progressiveWasm, { env: { memory } }).exports as unknown as Core;
+    cores.set(memory, core);
+  }
+  return core;
 }
 
 function buildHuffman(counts: Uint8Array, values: Uint8Array): Huffman {
@@ -178,79 +239,220 @@ function readScans(bytes: Uint8Array, componentIds: number[]) {
   return { scans, quant };
 }
 
-/** Bit reader over one scan's entropy-coded bytes; past a marker or the end it feeds zeros, as libjpeg does. */
-function bitReader(bytes: Uint8Array, start: number, end: number) {
-  let pos = start;
-  let buffer = 0;
-  let bits = 0;
-  let padding = 0;
-  const fill = () => {
-    while (bits <= 24) {
+/**
+ * Bit reader over one scan's entropy-coded bytes; past a marker or the end it feeds zeros, as libjpeg does.
+ * A class with int32 fields and small methods, so V8 keeps it monomorphic and inlines the hot paths.
+ */
+class BitReader {
+  private pos: number;
+  private acc = 0;
+  private count = 0;
+  private padding = 0;
+  /** End-of-band run left over from the previous block (AC scans). */
+  eobrun = 0;
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    start: number,
+    private readonly end: number,
+  ) {
+    this.pos = start;
+  }
+
+  private fill(): void {
+    const bytes = this.bytes;
+    let pos = this.pos;
+    let acc = this.acc;
+    let count = this.count;
+    while (count <= 24) {
       let byte = 0;
-      if (pos < end) {
+      if (pos < this.end) {
         byte = bytes[pos] as number;
-        if (byte === 0xff) {
-          const next = bytes[pos + 1];
-          if (next === 0) pos += 2;
-          else byte = 0; // a marker: stop here
-          if (next !== 0) padding += 1;
-        } else {
+        if (byte !== 0xff) {
           pos += 1;
+        } else if (bytes[pos + 1] === 0) {
+          pos += 2;
+        } else {
+          byte = 0; // a marker: stop here and feed zeros
+          this.padding += 1;
         }
       } else {
-        padding += 1;
+        this.padding += 1;
       }
-      // Corrupt data can ask for far more bits than the scan holds; stop instead of spinning on zeros.
-      if (padding > 1024) throw damaged();
-      buffer = ((buffer << 8) | byte) >>> 0;
-      bits += 8;
+      acc = (acc << 8) | byte;
+      count += 8;
     }
-  };
-  return {
-    bits(n: number): number {
-      if (n === 0) return 0;
-      if (bits < n) fill();
-      bits -= n;
-      return (buffer >>> bits) & ((1 << n) - 1);
-    },
-    bit(): number {
-      if (bits < 1) fill();
-      bits -= 1;
-      return (buffer >>> bits) & 1;
-    },
-    decode(table: Huffman): number {
-      if (bits < 16) fill();
-      const peek = (buffer >>> (bits - 9)) & 511;
-      const hit = table.lookup[peek] as number;
-      if (hit >= 0) {
-        bits -= hit >> 8;
-        return hit & 255;
+    this.pos = pos;
+    this.acc = acc;
+    this.count = count;
+    // Corrupt data can ask for far more bits than the scan holds; stop instead of spinning on zeros.
+    if (this.padding > 1024) throw damaged();
+  }
+
+  bits(n: number): number {
+    if (this.count < n) this.fill();
+    this.count -= n;
+    return (this.acc >>> this.count) & ((1 << n) - 1);
+  }
+
+  bit(): number {
+    if (this.count < 1) this.fill();
+    this.count -= 1;
+    return (this.acc >>> this.count) & 1;
+  }
+
+  decode(table: Huffman): number {
+    if (this.count < 16) this.fill();
+    const hit = table.lookup[(this.acc >>> (this.count - 9)) & 511] as number;
+    if (hit >= 0) {
+      this.count -= hit >> 8;
+      return hit & 255;
+    }
+    return this.decodeLong(table);
+  }
+
+  private decodeLong(table: Huffman): number {
+    let code = 0;
+    for (let length = 1; length <= 16; length += 1) {
+      code = (code << 1) | ((this.acc >>> (this.count - length)) & 1);
+      if (code <= (table.maxCode[length] as number)) {
+        this.count -= length;
+        return table.values[code + (table.valueOffset[length] as number)] as number;
       }
-      let code = 0;
-      for (let length = 1; length <= 16; length += 1) {
-        code = (code << 1) | ((buffer >>> (bits - length)) & 1);
-        if (code <= (table.maxCode[length] as number)) {
-          bits -= length;
-          return table.values[code + (table.valueOffset[length] as number)] as number;
-        }
-      }
-      throw damaged();
-    },
-    restart() {
-      bits = 0;
-      buffer = 0;
-      // The marker must follow; skip it (and any fill bytes before it).
-      while (pos < end && bytes[pos] === 0xff && bytes[pos + 1] === 0xff) pos += 1;
-      const marker = bytes[pos + 1] as number;
-      if (bytes[pos] !== 0xff || marker < 0xd0 || marker > 0xd7) throw damaged();
-      pos += 2;
-      padding = 0;
-    },
-  };
+    }
+    throw damaged();
+  }
+
+  restart(): void {
+    const bytes = this.bytes;
+    this.count = 0;
+    this.acc = 0;
+    this.eobrun = 0;
+    // The marker must follow; skip it (and any fill bytes before it).
+    let pos = this.pos;
+    while (pos < this.end && bytes[pos] === 0xff && bytes[pos + 1] === 0xff) pos += 1;
+    const marker = bytes[pos + 1] as number;
+    if (bytes[pos] !== 0xff || marker < 0xd0 || marker > 0xd7) throw damaged();
+    this.pos = pos + 2;
+    this.padding = 0;
+  }
 }
 
 function extend(value: number, size: number): number {
   return value < 1 << (size - 1) ? value - (1 << size) + 1 : value;
+}
+
+/** Where one scan's decoding writes: the store, its geometry and the scan's parameters. */
+type Store = {
+  coefficients: Int16Array;
+  nonzero: Uint32Array;
+  /** Slot of zigzag index k in a block's N×N store, or -1 when the N-point IDCT does not use it. */
+  slotOf: Int32Array;
+  slots: number;
+};
+
+/** DC first scan: difference-coded DC, shifted left by Al. */
+function dcFirst(
+  r: BitReader,
+  store: Store,
+  block: number,
+  table: Huffman,
+  predictions: Int32Array,
+  c: number,
+  al: number,
+): void {
+  const size = r.decode(table);
+  const diff = size === 0 ? 0 : extend(r.bits(size), size);
+  const value = (predictions[c] as number) + diff;
+  predictions[c] = value;
+  store.coefficients[block * store.slots] = value * (1 << al);
+}
+
+/** AC first scan (spectral selection Ss..Se, point transform Al). */
+function acFirst(r: BitReader, store: Store, block: number, table: Huffman, ss: number, se: number, al: number): void {
+  if (r.eobrun > 0) {
+    r.eobrun -= 1;
+    return;
+  }
+  const { coefficients, nonzero, slotOf } = store;
+  const base = block * store.slots;
+  const bitBase = block * 2;
+  for (let k = ss; k <= se; ) {
+    const rs = r.decode(table);
+    const s = rs & 15;
+    const run = rs >> 4;
+    if (s === 0) {
+      if (run < 15) {
+        r.eobrun = (1 << run) - 1 + r.bits(run);
+        break;
+      }
+      k += 16;
+      continue;
+    }
+    k += run;
+    if (k > 63) throw damaged();
+    nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
+    const value = r.bits(s);
+    const slot = slotOf[k] as number;
+    if (slot >= 0) coefficients[base + slot] = extend(value, s) * (1 << al);
+    k += 1;
+  }
+}
+
+/** AC successive-approximation refinement (libjpeg's decode_mcu_AC_refine, with history from the bitmap). */
+function acRefine(r: BitReader, store: Store, block: number, table: Huffman, ss: number, se: number, al: number): void {
+  const { coefficients, nonzero, slotOf } = store;
+  const base = block * store.slots;
+  const bitBase = block * 2;
+  const p1 = 1 << al;
+  let k = ss;
+  if (r.eobrun === 0) {
+    for (; k <= se; k += 1) {
+      const rs = r.decode(table);
+      let run = rs >> 4;
+      const s = rs & 15;
+      let value = 0;
+      if (s !== 0) {
+        if (s !== 1) throw damaged();
+        value = r.bit() ? p1 : -p1;
+      } else if (run !== 15) {
+        r.eobrun = (1 << run) + r.bits(run);
+        break;
+      }
+      while (k <= se) {
+        if (((nonzero[bitBase + (k >> 5)] as number) >>> (k & 31)) & 1) {
+          if (r.bit()) {
+            const slot = slotOf[k] as number;
+            if (slot >= 0) {
+              const old = coefficients[base + slot] as number;
+              if ((old & p1) === 0) coefficients[base + slot] = old >= 0 ? old + p1 : old - p1;
+            }
+          }
+        } else {
+          if (run === 0) break;
+          run -= 1;
+        }
+        k += 1;
+      }
+      if (value !== 0 && k <= se) {
+        nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
+        const slot = slotOf[k] as number;
+        if (slot >= 0) coefficients[base + slot] = value;
+      }
+    }
+  }
+  if (r.eobrun > 0) {
+    for (; k <= se; k += 1) {
+      if (((nonzero[bitBase + (k >> 5)] as number) >>> (k & 31)) & 1 && r.bit()) {
+        const slot = slotOf[k] as number;
+        if (slot >= 0) {
+          const old = coefficients[base + slot] as number;
+          if ((old & p1) === 0) coefficients[base + slot] = old >= 0 ? old + p1 : old - p1;
+        }
+      }
+    }
+    r.eobrun -= 1;
+  }
 }
 
 /** Cosine table of the N-point IDCT taken from an 8-point DCT: sample x of N at the centre of its cell. */
@@ -267,13 +469,18 @@ function idctMatrix(n: number): Float64Array {
 
 /**
  * Decodes a progressive JPEG at N/8 scale and pushes RGBA rows (top to bottom, ceil(width·N/8) wide) to `row`.
- * `storage` must hold `progressiveStorageBytes(plan)` bytes, 4-byte aligned; it is overwritten.
+ * `storage` must hold `progressiveStorageBytes(plan)` bytes, 4-byte aligned; it is overwritten. When `memory`
+ * is the WebAssembly memory holding both `bytes` and `storage` (the conversion arena), the entropy decoding,
+ * IDCT and colour conversion run in the WebAssembly core inside that memory (progressive.wasm, built from
+ * wasm/progressive/progressive.c by wasm/progressive/build.sh; 3–4× faster); otherwise in TypeScript. Both
+ * give the same pixels (the tests check it).
  */
 export function decodeProgressive(
   bytes: Uint8Array,
   plan: ProgressivePlan,
   storage: Uint8Array,
   row: (rgba: Uint8Array) => void,
+  memory?: WebAssembly.Memory,
 ): void {
   const { n } = plan;
   const g = geometry(plan);
@@ -303,143 +510,259 @@ export function decodeProgressive(
     plan.components.map((c) => c.id),
   );
   if (scans.length === 0) throw damaged();
+  if (memory && bytes.buffer === memory.buffer && storage.buffer === memory.buffer) {
+    const scratch = Math.ceil((storage.byteOffset + totalBlocks * (8 + 2 * slots)) / 16) * 16;
+    // The core writes only inside `storage`: refuse one without room for the scratch after the coefficients.
+    if (scratch + scratchLayout(plan, g).size > storage.byteOffset + storage.byteLength) {
+      throw new RangeError("progressive storage too small for the WebAssembly path");
+    }
+    decodeWithCore(
+      coreFor(memory),
+      memory,
+      bytes,
+      plan,
+      g,
+      firstBlock,
+      coefficients,
+      nonzero,
+      slotOf,
+      scans,
+      quant,
+      scratch,
+      row,
+    );
+    return;
+  }
 
+  const store: Store = { coefficients, nonzero, slotOf, slots };
   for (const scan of scans) {
-    const reader = bitReader(bytes, scan.start, scan.end);
     const { ss, se, ah, al } = scan;
     if (ss > se || se > 63 || (ss === 0 && se !== 0)) throw damaged();
     const dcScan = ss === 0;
     for (const c of scan.components) if ((dcScan && ah === 0 && !c.dc) || (!dcScan && !c.ac)) throw damaged();
+    // 0: DC first, 1: DC refinement, 2: AC first, 3: AC refinement.
+    const kind = (dcScan ? 0 : 2) + (ah === 0 ? 0 : 1);
+    if (!dcScan && scan.components.length !== 1) throw damaged();
+    const reader = new BitReader(bytes, scan.start, scan.end);
     const predictions = new Int32Array(scan.components.length);
-    let eobrun = 0;
-
-    const decodeBlock = (componentSlot: number, block: number) => {
-      const base = block * slots;
-      const bitBase = block * 2;
-      if (dcScan) {
-        if (ah === 0) {
-          const table = scan.components[componentSlot]?.dc as Huffman;
-          const size = reader.decode(table);
-          const diff = size === 0 ? 0 : extend(reader.bits(size), size);
-          const value = (predictions[componentSlot] as number) + diff;
-          predictions[componentSlot] = value;
-          coefficients[base] = value * (1 << al);
-        } else if (reader.bit()) {
-          coefficients[base] = (coefficients[base] as number) | (1 << al);
-        }
-        return;
-      }
-      const table = scan.components[0]?.ac as Huffman;
-      if (ah === 0) {
-        if (eobrun > 0) {
-          eobrun -= 1;
-          return;
-        }
-        for (let k = ss; k <= se; ) {
-          const rs = reader.decode(table);
-          const s = rs & 15;
-          const r = rs >> 4;
-          if (s === 0) {
-            if (r < 15) {
-              eobrun = (1 << r) - 1 + reader.bits(r);
-              break;
-            }
-            k += 16;
-            continue;
-          }
-          k += r;
-          if (k > 63) throw damaged();
-          nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
-          const slot = slotOf[k] as number;
-          if (slot >= 0) coefficients[base + slot] = extend(reader.bits(s), s) * (1 << al);
-          else reader.bits(s);
-          k += 1;
-        }
-        return;
-      }
-      // Successive-approximation refinement (libjpeg's decode_mcu_AC_refine, with history from the bitmap).
-      const p1 = 1 << al;
-      const isNonzero = (k: number) => ((nonzero[bitBase + (k >> 5)] as number) >>> (k & 31)) & 1;
-      const correct = (k: number) => {
-        const slot = slotOf[k] as number;
-        if (slot < 0) return;
-        const value = coefficients[base + slot] as number;
-        if ((value & p1) === 0) coefficients[base + slot] = value >= 0 ? value + p1 : value - p1;
-      };
-      let k = ss;
-      if (eobrun === 0) {
-        for (; k <= se; k += 1) {
-          const rs = reader.decode(table);
-          let r = rs >> 4;
-          const s = rs & 15;
-          let value = 0;
-          if (s !== 0) {
-            if (s !== 1) throw damaged();
-            value = reader.bit() ? p1 : -p1;
-          } else if (r !== 15) {
-            eobrun = (1 << r) + reader.bits(r);
-            break;
-          }
-          while (k <= se) {
-            if (isNonzero(k)) {
-              if (reader.bit()) correct(k);
-            } else {
-              if (r === 0) break;
-              r -= 1;
-            }
-            k += 1;
-          }
-          if (value !== 0 && k <= se) {
-            nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
-            const slot = slotOf[k] as number;
-            if (slot >= 0) coefficients[base + slot] = value;
-          }
-        }
-      }
-      if (eobrun > 0) {
-        for (; k <= se; k += 1) if (isNonzero(k) && reader.bit()) correct(k);
-        eobrun -= 1;
-      }
-    };
-
-    let units = 0;
+    const interval = scan.restartInterval;
+    let untilRestart = interval;
     const restartCheck = () => {
-      if (scan.restartInterval && units > 0 && units % scan.restartInterval === 0) {
+      if (interval === 0) return;
+      if (untilRestart === 0) {
         reader.restart();
         predictions.fill(0);
-        eobrun = 0;
+        untilRestart = interval;
+      }
+      untilRestart -= 1;
+    };
+    const decodeBlock = (slot: number, block: number) => {
+      switch (kind) {
+        case 0:
+          dcFirst(reader, store, block, scan.components[slot]?.dc as Huffman, predictions, slot, al);
+          break;
+        case 1:
+          if (reader.bit()) coefficients[block * slots] = (coefficients[block * slots] as number) | (1 << al);
+          break;
+        case 2:
+          acFirst(reader, store, block, scan.components[0]?.ac as Huffman, ss, se, al);
+          break;
+        default:
+          acRefine(reader, store, block, scan.components[0]?.ac as Huffman, ss, se, al);
       }
     };
     if (scan.components.length === 1) {
       const componentIndex = scan.components[0]?.index as number;
       const c = g.components[componentIndex] as (typeof g.components)[number];
+      const first = firstBlock[componentIndex] as number;
+      const table = (kind >= 2 ? scan.components[0]?.ac : scan.components[0]?.dc) as Huffman;
       for (let by = 0; by < c.blocksPerColumn; by += 1) {
-        for (let bx = 0; bx < c.blocksPerLine; bx += 1) {
-          restartCheck();
-          decodeBlock(0, (firstBlock[componentIndex] as number) + by * c.paddedPerLine + bx);
-          units += 1;
+        const rowStart = first + by * c.paddedPerLine;
+        if (interval === 0 && kind === 2) {
+          for (let bx = 0; bx < c.blocksPerLine; bx += 1) acFirst(reader, store, rowStart + bx, table, ss, se, al);
+        } else if (interval === 0 && kind === 3) {
+          for (let bx = 0; bx < c.blocksPerLine; bx += 1) acRefine(reader, store, rowStart + bx, table, ss, se, al);
+        } else {
+          for (let bx = 0; bx < c.blocksPerLine; bx += 1) {
+            restartCheck();
+            decodeBlock(0, rowStart + bx);
+          }
         }
       }
     } else {
+      const members = scan.components.map((sc) => {
+        const c = g.components[sc.index] as (typeof g.components)[number];
+        return { h: c.h, v: c.v, perLine: c.paddedPerLine, first: firstBlock[sc.index] as number };
+      });
       for (let my = 0; my < g.mcusPerColumn; my += 1) {
         for (let mx = 0; mx < g.mcusPerLine; mx += 1) {
           restartCheck();
-          scan.components.forEach((sc, slot) => {
-            const c = g.components[sc.index] as (typeof g.components)[number];
-            for (let v = 0; v < c.v; v += 1) {
-              for (let h = 0; h < c.h; h += 1) {
-                const block = (firstBlock[sc.index] as number) + (my * c.v + v) * c.paddedPerLine + mx * c.h + h;
-                decodeBlock(slot, block);
-              }
+          for (let slot = 0; slot < members.length; slot += 1) {
+            const m = members[slot] as (typeof members)[number];
+            for (let v = 0; v < m.v; v += 1) {
+              const rowStart = m.first + (my * m.v + v) * m.perLine + mx * m.h;
+              for (let h = 0; h < m.h; h += 1) decodeBlock(slot, rowStart + h);
             }
-          });
-          units += 1;
+          }
         }
       }
     }
   }
 
   emitRows(plan, g, firstBlock, coefficients, quant, row);
+}
+
+/** The WebAssembly path: the same steps as the TypeScript one, in the arena's memory. */
+function decodeWithCore(
+  core: Core,
+  memory: WebAssembly.Memory,
+  bytes: Uint8Array,
+  plan: ProgressivePlan,
+  g: ReturnType<typeof geometry>,
+  firstBlock: number[],
+  coefficients: Int16Array,
+  nonzero: Uint32Array,
+  slotOf: Int32Array,
+  scans: Scan[],
+  quant: (Uint16Array | undefined)[],
+  scratch: number,
+  row: (rgba: Uint8Array) => void,
+): void {
+  const { n } = plan;
+  const slots = n * n;
+  const layout = scratchLayout(plan, g);
+  const buffer = memory.buffer;
+  const at = (offset: number) => scratch + offset;
+  const descriptor = new Int32Array(buffer, at(layout.descriptor), descriptorWords);
+  new Int32Array(buffer, at(layout.slotOf), 64).set(slotOf);
+  const loaded: (Huffman | undefined)[] = [];
+  const load = (slot: number, table: Huffman | undefined): number => {
+    if (!table) return 0;
+    const pointer = at(layout.tables) + slot * huffmanBytes;
+    if (loaded[slot] !== table) {
+      new Int32Array(buffer, pointer, 512).set(table.lookup);
+      new Int32Array(buffer, pointer + 2048, 18).set(table.maxCode);
+      new Int32Array(buffer, pointer + 2048 + 72, 18).set(table.valueOffset);
+      const values = new Uint8Array(buffer, pointer + 2048 + 144, 256);
+      values.fill(0);
+      values.set(table.values.subarray(0, 256));
+      loaded[slot] = table;
+    }
+    return pointer;
+  };
+  for (const scan of scans) {
+    const { ss, se, ah, al } = scan;
+    if (ss > se || se > 63 || (ss === 0 && se !== 0)) throw damaged();
+    const dcScan = ss === 0;
+    for (const c of scan.components) if ((dcScan && ah === 0 && !c.dc) || (!dcScan && !c.ac)) throw damaged();
+    if ((!dcScan && scan.components.length !== 1) || scan.components.length > 4) throw damaged();
+    descriptor.fill(0);
+    descriptor.set([
+      (dcScan ? 0 : 2) + (ah === 0 ? 0 : 1),
+      ss,
+      se,
+      al,
+      scan.start,
+      scan.end,
+      scan.restartInterval,
+      scan.components.length,
+      g.mcusPerLine,
+      g.mcusPerColumn,
+      coefficients.byteOffset,
+      nonzero.byteOffset,
+      at(layout.slotOf),
+      slots,
+      bytes.byteOffset,
+      0,
+    ]);
+    scan.components.forEach((sc, i) => {
+      const c = g.components[sc.index] as (typeof g.components)[number];
+      descriptor.set(
+        [
+          c.h,
+          c.v,
+          c.paddedPerLine,
+          firstBlock[sc.index] as number,
+          c.blocksPerLine,
+          c.blocksPerColumn,
+          dcScan && ah === 0 ? load(i, sc.dc) : 0,
+          dcScan ? 0 : load(4, sc.ac),
+        ],
+        16 + i * 8,
+      );
+    });
+    if (core.decode_scan(descriptor.byteOffset) !== 0) throw damaged();
+  }
+
+  const matrix = at(layout.matrix);
+  new Float64Array(buffer, matrix, slots).set(idctMatrix(n));
+  const count = g.components.length;
+  g.components.forEach((c, ci) => {
+    const table = quant[c.tq];
+    if (!table) throw damaged();
+    const q = new Float64Array(buffer, at(layout.quant[ci] as number), slots);
+    for (let v = 0; v < n; v += 1) for (let u = 0; u < n; u += 1) q[v * n + u] = table[v * 8 + u] as number;
+    const map = new Int32Array(buffer, at(layout.columnMaps[ci] as number), layout.outWidth);
+    for (let x = 0; x < layout.outWidth; x += 1) map[x] = Math.floor((x * c.h) / g.hMax);
+  });
+  const outWidth = layout.outWidth;
+  const outHeight = Math.ceil((plan.height * n) / 8);
+  const planeWidths = g.components.map((c) => c.paddedPerLine * n);
+  const planePointers = g.components.map((_, ci) => at(layout.planes[ci] as number));
+  const rgbaPointer = at(layout.rgba);
+  const rgba = new Uint8Array(buffer, rgbaPointer, outWidth * 4);
+  const kind = colourModel(plan);
+  const inverted = plan.adobeTransform !== null;
+  const planes = g.components.map(
+    (c, ci) => new Uint8Array(buffer, planePointers[ci] as number, c.paddedPerLine * n * c.v * n),
+  );
+  const columnMaps = g.components.map((_, ci) => new Int32Array(buffer, at(layout.columnMaps[ci] as number), outWidth));
+  const sourceRows = new Int32Array(count);
+  let emitted = 0;
+  for (let my = 0; my < g.mcusPerColumn && emitted < outHeight; my += 1) {
+    for (let ci = 0; ci < count; ci += 1) {
+      const c = g.components[ci] as (typeof g.components)[number];
+      const planeWidth = planeWidths[ci] as number;
+      for (let v = 0; v < c.v; v += 1) {
+        const first = (firstBlock[ci] as number) + (my * c.v + v) * c.paddedPerLine;
+        core.idct_blocks(
+          coefficients.byteOffset + first * slots * 2,
+          c.paddedPerLine,
+          at(layout.quant[ci] as number),
+          matrix,
+          n,
+          planePointers[ci] as number,
+          v * n * planeWidth,
+          planeWidth,
+          at(layout.work),
+          at(layout.rowEnds),
+        );
+      }
+    }
+    const rowsHere = g.vMax * n;
+    for (let ry = 0; ry < rowsHere && emitted < outHeight; ry += 1) {
+      for (let ci = 0; ci < count; ci += 1) {
+        const c = g.components[ci] as (typeof g.components)[number];
+        sourceRows[ci] = Math.floor((ry * c.v) / g.vMax) * (planeWidths[ci] as number);
+      }
+      if (kind === "ycc") {
+        core.ycc_row(
+          (planePointers[0] as number) + (sourceRows[0] as number),
+          (planePointers[1] as number) + (sourceRows[1] as number),
+          (planePointers[2] as number) + (sourceRows[2] as number),
+          at(layout.columnMaps[0] as number),
+          at(layout.columnMaps[1] as number),
+          at(layout.columnMaps[2] as number),
+          rgbaPointer,
+          outWidth,
+        );
+      } else {
+        otherRow(kind, inverted, planes, sourceRows, columnMaps, rgba, outWidth);
+      }
+      row(rgba);
+      emitted += 1;
+    }
+  }
 }
 
 function emitRows(
@@ -470,87 +793,204 @@ function emitRows(
     for (let x = 0; x < outWidth; x += 1) map[x] = Math.floor((x * c.h) / g.hMax);
     return map;
   });
-  const dequantised = new Float64Array(slots);
-  const partial = new Float64Array(slots);
+  const work = new Float64Array(2 * slots);
+  const rowEnds = new Int32Array(n);
   const rgba = new Uint8Array(outWidth * 4);
   const kind = colourModel(plan);
   const inverted = plan.adobeTransform !== null;
+  const count = g.components.length;
+  const sourceRows = new Int32Array(count);
   let emitted = 0;
   for (let my = 0; my < g.mcusPerColumn && emitted < outHeight; my += 1) {
-    g.components.forEach((c, ci) => {
+    for (let ci = 0; ci < count; ci += 1) {
+      const c = g.components[ci] as (typeof g.components)[number];
       const plane = planes[ci] as Uint8Array;
       const planeWidth = planeWidths[ci] as number;
       const q = tables[ci] as Float64Array;
       for (let v = 0; v < c.v; v += 1) {
+        const first = ((firstBlock[ci] as number) + (my * c.v + v) * c.paddedPerLine) * slots;
         for (let bx = 0; bx < c.paddedPerLine; bx += 1) {
-          const base = ((firstBlock[ci] as number) + (my * c.v + v) * c.paddedPerLine + bx) * slots;
-          for (let s = 0; s < slots; s += 1) dequantised[s] = (coefficients[base + s] as number) * (q[s] as number);
-          // Rows first: partial[vy][x] = Σu F[vy][u]·M[x][u]; then columns.
-          for (let vy = 0; vy < n; vy += 1) {
-            for (let x = 0; x < n; x += 1) {
-              let sum = 0;
-              for (let u = 0; u < n; u += 1) sum += (dequantised[vy * n + u] as number) * (matrix[x * n + u] as number);
-              partial[vy * n + x] = sum;
-            }
-          }
-          for (let y = 0; y < n; y += 1) {
-            const target = (v * n + y) * planeWidth + bx * n;
-            for (let x = 0; x < n; x += 1) {
-              let sum = 128;
-              for (let vy = 0; vy < n; vy += 1) sum += (matrix[y * n + vy] as number) * (partial[vy * n + x] as number);
-              plane[target + x] = sum < 0 ? 0 : sum > 255 ? 255 : Math.round(sum);
-            }
-          }
+          idctBlock(
+            coefficients,
+            first + bx * slots,
+            q,
+            matrix,
+            n,
+            work,
+            rowEnds,
+            plane,
+            v * n * planeWidth + bx * n,
+            planeWidth,
+          );
         }
       }
-    });
+    }
     const rowsHere = g.vMax * n;
     for (let ry = 0; ry < rowsHere && emitted < outHeight; ry += 1) {
-      const sourceRows = g.components.map((c, ci) => Math.floor((ry * c.v) / g.vMax) * (planeWidths[ci] as number));
-      for (let x = 0; x < outWidth; x += 1) {
-        const sample = (ci: number) =>
-          (planes[ci] as Uint8Array)[
-            (sourceRows[ci] as number) + ((columnMaps[ci] as Int32Array)[x] as number)
-          ] as number;
-        let r: number;
-        let gg: number;
-        let b: number;
-        if (kind === "gray") {
-          r = gg = b = sample(0);
-        } else if (kind === "rgb") {
-          r = sample(0);
-          gg = sample(1);
-          b = sample(2);
-        } else {
-          const y = sample(0);
-          const cb = sample(1) - 128;
-          const cr = sample(2) - 128;
-          r = y + 1.402 * cr;
-          gg = y - 0.344136 * cb - 0.714136 * cr;
-          b = y + 1.772 * cb;
-          if (kind === "ycck") {
-            // YCCK is YCbCr of inverted CMY plus K; Adobe stores all four inverted.
-            const k = sample(3);
-            r = ((255 - clamp(r)) * k) / 255;
-            gg = ((255 - clamp(gg)) * k) / 255;
-            b = ((255 - clamp(b)) * k) / 255;
-          }
-        }
-        if (kind === "cmyk") {
-          const k = sample(3);
-          r = cmykChannel(sample(0), k, inverted);
-          gg = cmykChannel(sample(1), k, inverted);
-          b = cmykChannel(sample(2), k, inverted);
-        }
-        const o = x * 4;
-        rgba[o] = clamp(r);
-        rgba[o + 1] = clamp(gg);
-        rgba[o + 2] = clamp(b);
-        rgba[o + 3] = 255;
+      for (let ci = 0; ci < count; ci += 1) {
+        const c = g.components[ci] as (typeof g.components)[number];
+        sourceRows[ci] = Math.floor((ry * c.v) / g.vMax) * (planeWidths[ci] as number);
+      }
+      if (kind === "ycc") {
+        yccRow(
+          planes[0] as Uint8Array,
+          planes[1] as Uint8Array,
+          planes[2] as Uint8Array,
+          sourceRows,
+          columnMaps[0] as Int32Array,
+          columnMaps[1] as Int32Array,
+          columnMaps[2] as Int32Array,
+          rgba,
+          outWidth,
+        );
+      } else {
+        otherRow(kind, inverted, planes, sourceRows, columnMaps, rgba, outWidth);
       }
       row(rgba);
       emitted += 1;
     }
+  }
+}
+
+/**
+ * Dequantises one block's N×N corner and writes its N-point IDCT (level-shifted, clamped, rounded) into
+ * `plane` at `target` with stride `stride`. Rows of zero coefficients are skipped, and a block with only a DC
+ * term (common once N is small) is filled directly; the arithmetic is the same as the full transform.
+ */
+function idctBlock(
+  coefficients: Int16Array,
+  base: number,
+  q: Float64Array,
+  matrix: Float64Array,
+  n: number,
+  work: Float64Array,
+  rowEnds: Int32Array,
+  plane: Uint8Array,
+  target: number,
+  stride: number,
+): void {
+  const slots = n * n;
+  // Dequantise, noting the last row holding a non-zero coefficient and each row's last non-zero column.
+  let lastRow = -1;
+  for (let vy = 0; vy < n; vy += 1) {
+    let lastU = -1;
+    for (let u = 0; u < n; u += 1) {
+      const value = (coefficients[base + vy * n + u] as number) * (q[vy * n + u] as number);
+      work[vy * n + u] = value;
+      if (value !== 0) lastU = u;
+    }
+    rowEnds[vy] = lastU;
+    if (lastU >= 0) lastRow = vy;
+  }
+  if (lastRow <= 0 && (rowEnds[0] as number) <= 0) {
+    // Only a DC term: M[x][0] is the same for every x, so every sample is 128 + M[0][0]·(F00·Q00·M[0][0]).
+    const m0 = matrix[0] as number;
+    const sum = 128 + m0 * ((work[0] as number) * m0);
+    const value = sum < 0 ? 0 : sum > 255 ? 255 : (sum + 0.5) | 0;
+    for (let y = 0; y < n; y += 1) {
+      const out = target + y * stride;
+      for (let x = 0; x < n; x += 1) plane[out + x] = value;
+    }
+    return;
+  }
+  // Rows first: partial[vy][x] = Σu F[vy][u]·M[x][u] (work[slots..]); then columns. Terms known to be zero
+  // are skipped, which leaves every sum exactly as the full transform computes it.
+  for (let vy = 0; vy <= lastRow; vy += 1) {
+    const p = slots + vy * n;
+    const lastU = rowEnds[vy] as number;
+    for (let x = 0; x < n; x += 1) {
+      let sum = 0;
+      for (let u = 0; u <= lastU; u += 1) sum += (work[vy * n + u] as number) * (matrix[x * n + u] as number);
+      work[p + x] = sum;
+    }
+  }
+  for (let y = 0; y < n; y += 1) {
+    const out = target + y * stride;
+    for (let x = 0; x < n; x += 1) {
+      let sum = 128;
+      for (let vy = 0; vy <= lastRow; vy += 1)
+        sum += (matrix[y * n + vy] as number) * (work[slots + vy * n + x] as number);
+      plane[out + x] = sum < 0 ? 0 : sum > 255 ? 255 : (sum + 0.5) | 0;
+    }
+  }
+}
+
+/**
+ * YCbCr → RGBA for one output row (the common case, kept free of per-pixel branches on the colour model), in
+ * libjpeg's 16-bit fixed point (jdcolor.c: FIX(1.402) = 91881, FIX(0.34414) = 22554, FIX(0.71414) = 46802,
+ * FIX(1.772) = 116130), as the WebAssembly core does.
+ */
+function yccRow(
+  p0: Uint8Array,
+  p1: Uint8Array,
+  p2: Uint8Array,
+  sourceRows: Int32Array,
+  m0: Int32Array,
+  m1: Int32Array,
+  m2: Int32Array,
+  rgba: Uint8Array,
+  width: number,
+): void {
+  const r0 = sourceRows[0] as number;
+  const r1 = sourceRows[1] as number;
+  const r2 = sourceRows[2] as number;
+  for (let x = 0; x < width; x += 1) {
+    const y = p0[r0 + (m0[x] as number)] as number;
+    const cb = (p1[r1 + (m1[x] as number)] as number) - 128;
+    const cr = (p2[r2 + (m2[x] as number)] as number) - 128;
+    const r = y + ((91881 * cr + 32768) >> 16);
+    const g = y + ((-22554 * cb - 46802 * cr + 32768) >> 16);
+    const b = y + ((116130 * cb + 32768) >> 16);
+    const o = x * 4;
+    rgba[o] = Math.max(0, Math.min(255, r));
+    rgba[o + 1] = Math.max(0, Math.min(255, g));
+    rgba[o + 2] = Math.max(0, Math.min(255, b));
+    rgba[o + 3] = 255;
+  }
+}
+
+/** Grey, RGB, CMYK and YCCK rows. */
+function otherRow(
+  kind: ReturnType<typeof colourModel>,
+  inverted: boolean,
+  planes: Uint8Array[],
+  sourceRows: Int32Array,
+  columnMaps: Int32Array[],
+  rgba: Uint8Array,
+  width: number,
+): void {
+  const sample = (ci: number, x: number) =>
+    (planes[ci] as Uint8Array)[(sourceRows[ci] as number) + ((columnMaps[ci] as Int32Array)[x] as number)] as number;
+  for (let x = 0; x < width; x += 1) {
+    let r: number;
+    let gg: number;
+    let b: number;
+    if (kind === "gray") {
+      r = gg = b = sample(0, x);
+    } else if (kind === "rgb") {
+      r = sample(0, x);
+      gg = sample(1, x);
+      b = sample(2, x);
+    } else if (kind === "cmyk") {
+      const k = sample(3, x);
+      r = cmykChannel(sample(0, x), k, inverted);
+      gg = cmykChannel(sample(1, x), k, inverted);
+      b = cmykChannel(sample(2, x), k, inverted);
+    } else {
+      const y = sample(0, x);
+      const cb = sample(1, x) - 128;
+      const cr = sample(2, x) - 128;
+      // YCCK is YCbCr of inverted CMY plus K; Adobe stores all four inverted.
+      const k = sample(3, x);
+      r = ((255 - clamp(y + 1.402 * cr)) * k) / 255;
+      gg = ((255 - clamp(y - 0.344136 * cb - 0.714136 * cr)) * k) / 255;
+      b = ((255 - clamp(y + 1.772 * cb)) * k) / 255;
+    }
+    const o = x * 4;
+    rgba[o] = clamp(r);
+    rgba[o + 1] = clamp(gg);
+    rgba[o + 2] = clamp(b);
+    rgba[o + 3] = 255;
   }
 }
 

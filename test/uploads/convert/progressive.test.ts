@@ -1,0 +1,213 @@
+import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
+import { describe, expect, it } from "vitest";
+import { UnconvertibleImageError } from "../../../src/uploads/convert/errors";
+import { readJpegHeader } from "../../../src/uploads/convert/jpeg-header";
+import { createJpegTurbo, decompressInto, pixelFormat } from "../../../src/uploads/convert/native";
+import { decodeProgressive, progressiveStorageBytes } from "../../../src/uploads/convert/progressive";
+import { encodeJpeg, photoLike } from "./images";
+
+/**
+ * The progressive decoder against libjpeg-turbo's decode of the same file at the same N/8 scale, through both
+ * of its paths: TypeScript (plain storage) and the WebAssembly core (file and storage in the arena's memory,
+ * as the conversion runs it), which must give the same pixels and write nothing outside its storage.
+ */
+
+const turbo = createJpegTurbo(turboWasm);
+const guard = 64;
+
+type Decoded = { pixels: Uint8Array; width: number; height: number };
+
+function planOf(jpeg: Uint8Array, n: number) {
+  const header = readJpegHeader(jpeg);
+  return {
+    width: header.width,
+    height: header.height,
+    components: header.components,
+    n,
+    adobeTransform: header.adobeTransform,
+  };
+}
+
+function collect(width: number, height: number, run: (row: (rgba: Uint8Array) => void) => void): Decoded {
+  const pixels = new Uint8Array(width * height * 4);
+  let y = 0;
+  run((rgba) => {
+    expect(y).toBeLessThan(height);
+    pixels.set(rgba.subarray(0, width * 4), y * width * 4);
+    y += 1;
+  });
+  expect(y).toBe(height);
+  return { pixels, width, height };
+}
+
+function decodeWithTypeScript(jpeg: Uint8Array, n: number): Decoded {
+  const plan = planOf(jpeg, n);
+  const storage = new Uint8Array(progressiveStorageBytes(plan));
+  return collect(Math.ceil((plan.width * n) / 8), Math.ceil((plan.height * n) / 8), (row) =>
+    decodeProgressive(jpeg, plan, storage, row),
+  );
+}
+
+/** Runs `use` with `jpeg` copied into the arena and `extra` bytes after it; frees both afterwards. */
+function inArena<T>(jpeg: Uint8Array, extra: number, use: (file: number, block: number) => T): T {
+  const { malloc, free } = turbo.exports;
+  const file = malloc(jpeg.length);
+  const block = malloc(extra);
+  try {
+    new Uint8Array(turbo.exports.memory.buffer, file, jpeg.length).set(jpeg);
+    return use(file, block);
+  } finally {
+    free(block);
+    free(file);
+  }
+}
+
+/** The WebAssembly path, with guard bytes around its storage and a check that the file was left intact. */
+function decodeWithCore(jpeg: Uint8Array, n: number): Decoded {
+  const plan = planOf(jpeg, n);
+  const size = progressiveStorageBytes(plan);
+  return inArena(jpeg, size + 2 * guard, (file, block) => {
+    const memory = turbo.exports.memory;
+    const all = new Uint8Array(memory.buffer, block, size + 2 * guard);
+    all.fill(0xa5);
+    const storage = new Uint8Array(memory.buffer, block + guard, size);
+    const bytes = new Uint8Array(memory.buffer, file, jpeg.length);
+    try {
+      return collect(Math.ceil((plan.width * n) / 8), Math.ceil((plan.height * n) / 8), (row) =>
+        decodeProgressive(bytes, plan, storage, row, memory),
+      );
+    } finally {
+      expect(all.subarray(0, guard).every((b) => b === 0xa5)).toBe(true);
+      expect(all.subarray(guard + size).every((b) => b === 0xa5)).toBe(true);
+      expect(bytes).toEqual(jpeg);
+    }
+  });
+}
+
+function decodeWithLibjpeg(jpeg: Uint8Array, n: number): Decoded {
+  const plan = planOf(jpeg, n);
+  const width = Math.ceil((plan.width * n) / 8);
+  const height = Math.ceil((plan.height * n) / 8);
+  return inArena(jpeg, width * height * 4, (file, out) => {
+    decompressInto(turbo, file, jpeg.length, out, width, height, pixelFormat.rgba);
+    return { pixels: new Uint8Array(turbo.exports.memory.buffer, out, width * height * 4).slice(), width, height };
+  });
+}
+
+function difference(a: Decoded, b: Decoded): { mean: number; within8: number } {
+  expect([a.width, a.height]).toEqual([b.width, b.height]);
+  let total = 0;
+  let close = 0;
+  let count = 0;
+  for (let i = 0; i < a.pixels.length; i += 1) {
+    if (i % 4 === 3) continue;
+    const d = Math.abs((a.pixels[i] as number) - (b.pixels[i] as number));
+    total += d;
+    if (d <= 8) close += 1;
+    count += 1;
+  }
+  return { mean: total / count, within8: close / count };
+}
+
+describe("progressive JPEG decoder", () => {
+  it.each([
+    // libjpeg upsamples 4:2:0 chroma with a triangle filter where this decoder repeats samples, and its 2×2 and
+    // 4×4 IDCTs are approximations where this one is exact: measured means 0.9–2.8 (4:2:0), ≤ 1.8 (others).
+    ["4:2:0", { chromaSubsample: 2 }, { mean: 3.2, within8: 0.95 }],
+    ["4:4:4", { chromaSubsample: 1 }, { mean: 2.2, within8: 0.99 }],
+    ["grayscale", { grayscale: true }, { mean: 1.6, within8: 0.99 }],
+  ])(
+    "decodes a progressive %s JPEG like libjpeg-turbo at every N/8 scale, the same through both paths",
+    async (_name, extra, bound) => {
+      const width = 333;
+      const height = 251;
+      const jpeg = await encodeJpeg(photoLike(width, height), width, height, {
+        progressive: true,
+        quality: 90,
+        ...extra,
+      });
+      expect(readJpegHeader(jpeg).progressive).toBe(true);
+      for (let n = 1; n <= 8; n += 1) {
+        const typescript = decodeWithTypeScript(jpeg, n);
+        const core = decodeWithCore(jpeg, n);
+        expect(core.pixels).toEqual(typescript.pixels);
+        const { mean, within8 } = difference(core, decodeWithLibjpeg(jpeg, n));
+        expect(mean, `N = ${n}`).toBeLessThan(bound.mean);
+        expect(within8, `N = ${n}`).toBeGreaterThan(bound.within8);
+      }
+    },
+  );
+
+  it("decodes a larger 4:2:0 photo (many MCU rows, long scans) the same through both paths", async () => {
+    const width = 1203;
+    const height = 917;
+    const jpeg = await encodeJpeg(photoLike(width, height), width, height, { progressive: true, quality: 95 });
+    for (const n of [3, 5, 8]) {
+      const core = decodeWithCore(jpeg, n);
+      expect(core.pixels).toEqual(decodeWithTypeScript(jpeg, n).pixels);
+      expect(difference(core, decodeWithLibjpeg(jpeg, n)).mean, `N = ${n}`).toBeLessThan(3.2);
+    }
+  });
+
+  it("refuses damaged scan data the same way through both paths, writing nothing outside its storage", async () => {
+    const width = 256;
+    const height = 192;
+    const jpeg = await encodeJpeg(photoLike(width, height), width, height, { progressive: true });
+    let seed = 7;
+    for (let trial = 0; trial < 6; trial += 1) {
+      const damaged = jpeg.slice();
+      // Overwrite a stretch of the entropy-coded data (never with 0xff, so the marker chain stays intact).
+      const from = Math.floor(jpeg.length * (0.2 + 0.1 * trial));
+      for (let i = from; i < from + 400 && i < jpeg.length - 2; i += 1) {
+        if (damaged[i] === 0xff || damaged[i - 1] === 0xff) continue;
+        seed = (seed * 1103515245 + 12345) >>> 0;
+        damaged[i] = (seed >>> 24) % 255;
+      }
+      for (const n of [2, 5, 8]) {
+        const outcome = (decode: () => Decoded) => {
+          try {
+            return decode().pixels;
+          } catch (error) {
+            expect(error).toBeInstanceOf(UnconvertibleImageError);
+            return "refused";
+          }
+        };
+        const typescript = outcome(() => decodeWithTypeScript(damaged, n));
+        const core = outcome(() => decodeWithCore(damaged, n));
+        expect(core).toEqual(typescript);
+      }
+    }
+  });
+
+  it("refuses, before decoding, storage without room for the WebAssembly path's scratch", async () => {
+    const jpeg = await encodeJpeg(photoLike(64, 48), 64, 48, { progressive: true });
+    const plan = planOf(jpeg, 8);
+    const coefficientsOnly = (8 * 6 + 2 * 4 * 3) * (2 * 64 + 8);
+    expect(progressiveStorageBytes(plan)).toBeGreaterThan(coefficientsOnly);
+    inArena(jpeg, coefficientsOnly, (file, block) => {
+      const memory = turbo.exports.memory;
+      const bytes = new Uint8Array(memory.buffer, file, jpeg.length);
+      const storage = new Uint8Array(memory.buffer, block, coefficientsOnly);
+      expect(() => decodeProgressive(bytes, plan, storage, () => {}, memory)).toThrow(RangeError);
+    });
+  });
+
+  it("keeps its storage bound: only the N×N coefficients, the non-zero bits and a small scratch", () => {
+    const plan = {
+      width: 6000,
+      height: 4000,
+      components: [
+        { id: 1, h: 2, v: 2, tq: 0 },
+        { id: 2, h: 1, v: 1, tq: 1 },
+        { id: 3, h: 1, v: 1, tq: 1 },
+      ],
+      n: 3,
+      adobeTransform: null,
+    };
+    const blocks = 750 * 500 + 2 * 375 * 250;
+    const bytes = progressiveStorageBytes(plan);
+    expect(bytes).toBeGreaterThanOrEqual(blocks * (2 * 9 + 8));
+    // Scratch: tables plus one MCU row of samples and one RGBA row, well under 1 MB for a 6000 px wide photo.
+    expect(bytes - blocks * (2 * 9 + 8)).toBeLessThan(1_000_000);
+  });
+});
