@@ -28,7 +28,7 @@ import {
 import { orientInPlace } from "./orient";
 import { decodePng, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
-import { createRowDownscaler, fitWithin } from "./resize";
+import { createOpaqueRowDownscaler, createRowDownscaler, fitWithin } from "./resize";
 import { createWebpCodec, encodeMemoryBytes, type WebpCodec } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 import { readWebpHeader } from "./webp-header";
@@ -335,18 +335,22 @@ function allocateTarget(context: Context, width: number, height: number): Target
   return context.target;
 }
 
-/** Runs a row decoder of a `width × height` source into a newly allocated target at the output size. */
+/**
+ * Runs a row decoder of a `width × height` source into a newly allocated target at the output size; a
+ * source `opaque` by its format takes the faster downscaler that ignores alpha.
+ */
 async function streamRows(
   context: Context,
   width: number,
   height: number,
+  opaque: boolean,
   decode: (push: (rgba: Uint8Array) => void) => void | Promise<void>,
 ): Promise<void> {
   const size = fitWithin(width, height, context.maxEdge);
   const target = allocateTarget(context, size.width, size.height);
   const codec = context.codecs.codec;
   // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
-  const scaler = createRowDownscaler(
+  const scaler = (opaque ? createOpaqueRowDownscaler : createRowDownscaler)(
     width,
     height,
     size.width,
@@ -373,7 +377,9 @@ async function decodePngInput(input: ImageInput, context: Context): Promise<Orie
         throw tooLarge(header.width, header.height, Math.floor(context.scratchLeft() / 2), "an interlaced PNG");
       evenRows = context.scratch(size);
     }
-    await streamRows(context, header.width, header.height, (push) => decodePng(header, reader, push, evenRows));
+    await streamRows(context, header.width, header.height, !header.mayHaveAlpha, (push) =>
+      decodePng(header, reader, push, evenRows),
+    );
     return header.orientation;
   } finally {
     await reader.cancel();
@@ -386,7 +392,9 @@ async function decodeBmpInput(input: ImageInput, context: Context): Promise<Orie
   try {
     const header = await readBmpHeader(reader);
     refuseSourcePixels(header.width, header.height);
-    await streamRows(context, header.width, header.height, (push) => decodeBmp(reader, header, push));
+    await streamRows(context, header.width, header.height, !header.mayHaveAlpha, (push) =>
+      decodeBmp(reader, header, push),
+    );
     return header.topDown ? 1 : 4;
   } finally {
     await reader.cancel();
@@ -413,7 +421,7 @@ async function decodeGifInput(input: ImageInput, context: Context): Promise<void
     throw tooLarge(scan.width, scan.height, maxInterlacedGifBytes, "an interlaced GIF frame");
   const reader = await openReader(input, truncatedGif);
   try {
-    await streamRows(context, scan.width, scan.height, (push) => decodeGifRows(reader, push));
+    await streamRows(context, scan.width, scan.height, false, (push) => decodeGifRows(reader, push));
   } finally {
     await reader.cancel();
   }
@@ -487,7 +495,7 @@ function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Cont
   const inverted = header.adobeTransform !== null;
   const row = new Uint8Array(outWidth * 4);
   const result = allocateTarget(context, target.width, target.height);
-  const scaler = createRowDownscaler(
+  const scaler = createOpaqueRowDownscaler(
     outWidth,
     outHeight,
     target.width,
@@ -531,7 +539,7 @@ function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: C
   const scaledWidth = scaled(width, n);
   const scaledHeight = scaled(height, n);
   const result = allocateTarget(context, target.width, target.height);
-  const scaler = createRowDownscaler(
+  const scaler = createOpaqueRowDownscaler(
     scaledWidth,
     scaledHeight,
     target.width,
