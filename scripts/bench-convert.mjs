@@ -1,24 +1,33 @@
-// Item 2 of `npm run bench`: the Worker's image conversion (src/uploads/convert) against native cwebp.
+// Item 2 of `npm run bench`: the Worker's image conversion (src/uploads/convert), its speed beside libvips
+// and its memory inside workerd. docs/measuring-conversion.md explains the method and its blind spots.
 //
-// Two measurements of the same WASM pipeline:
-// - in Node 22: esbuild bundles src/uploads/convert/index.ts with `.wasm` imports turned into compiled
-//   WebAssembly.Module objects, exactly what wrangler's CompiledWasm rule gives the Worker. This is where
-//   the conversion alone is timed and where each codec instance's linear memory is read: those sizes are
-//   properties of the WebAssembly programs (their allocators and requests), the same under workerd's V8;
-// - through the Worker: prepare, PUT and complete against `wrangler dev`, so the time includes what the
-//   isolate really does around the conversion (reading the upload from R2, sniffing, writing the WebP).
-// Each run of the pipeline is paired with a run of `cwebp` on the same file at the same quality (80),
-// the same encoder effort (method 2) and the same output size, so the ratio is taken seconds apart.
+// Everything goes through the Worker's public HTTP API on `wrangler dev` (prepare, PUT, complete) and the
+// DevTools inspector wrangler exposes, so the harness works with whatever the conversion does inside:
 //
-//   npm run bench:convert             this part alone; rewrites its block of docs/benchmarks.md
-//   npm run bench:convert -- --all    also the 24 MP inputs of docs/conversion.md's limits
-import { execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+// - speed: per input, `POST /media-uploads/{id}/complete` (reads the upload from R2, sniffs, converts,
+//   writes the WebP) beside sharp (libvips, bench-only devDependency, never imported by the Worker) doing
+//   decode + resize to the Worker's output size + WebP encode at quality 80 and effort 2 (libwebp method 2,
+//   the Worker's setting) on one thread (`sharp.concurrency(1)`, operation cache off), paired per round;
+// - memory: per input, one complete on a fresh `wrangler dev` (a fresh isolate: the first request an
+//   isolate serves also creates the codec instances), sampling Runtime.getHeapUsage every 20 ms (V8 used
+//   heap + ArrayBuffer backing stores) and reading every WebAssembly memory's size right after
+//   (Runtime.queryObjects; WebAssembly memory never shrinks, so that is each one's high-water mark).
+//   Hostile inputs too, and two completes at once on one isolate.
+//
+//   npm run bench:convert                   this part alone; rewrites its block of docs/benchmarks.md
+//   npm run bench:convert -- --only=PNG     only the inputs whose name contains the text (no report written)
+
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { createDeflate, deflateSync } from "node:zlib";
 import { build } from "esbuild";
+import sharp from "sharp";
 import {
+  BENCH_STORE,
+  BENCH_TOKEN,
   benchFixture,
   call,
   connectInspector,
@@ -30,24 +39,45 @@ import {
   num,
   onAbort,
   projectRoot,
-  requireDebianTool,
+  runMain,
   sampleIsolate,
+  sampleRss,
   spread,
   stats,
+  step,
   table,
   times,
   withBenchServer,
+  workerdProcesses,
   writeBlock,
 } from "./bench-lib.mjs";
 
-const RUNS = 5;
-const WORKER_RUNS = 3;
+const SPEED_RUNS = 3;
 const QUALITY = 80;
-const MAX_EDGE = 2560;
+/** sharp's `effort` is libwebp's `method`; the Worker encodes with method 2 (docs/conversion.md). */
+const EFFORT = 2;
+const SAMPLE_MS = 20;
+/** A complete of the memory runs without an answer by then is reported as such (hostile inputs). */
+const COMPLETE_TIMEOUT_MS = 45_000;
 /** The memory of one Worker isolate. */
 export const ISOLATE_BYTES = 128 * 2 ** 20;
-/** The issue's bound: the pipeline should be at most this many times slower than native cwebp. */
-export const NATIVE_RATIO_LIMIT = 2;
+/** The issue's bound for the isolate's peak during a conversion. */
+export const MEMORY_TARGET_BYTES = 110 * 2 ** 20;
+/** The issue's bound: complete through the Worker at most this many times sharp's time. */
+export const SHARP_RATIO_LIMIT = 1.5;
+
+/** Limits of the steps of this part (the whole run is bounded by the caller's watchdog too). */
+const LIMITS = {
+  inputs: 240_000,
+  speed: 480_000,
+  speedInput: 120_000,
+  memoryInput: 300_000,
+  memory: 1_080_000,
+  concurrent: 180_000,
+};
+
+sharp.concurrency(1);
+sharp.cache(false);
 
 const wasmAsModule = {
   name: "wasm-as-module",
@@ -59,251 +89,709 @@ const wasmAsModule = {
   },
 };
 
-async function bundle(work, entry, name) {
-  const outfile = join(work, `${name}.mjs`);
-  await build({
-    entryPoints: [join(projectRoot, entry)],
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    outfile,
-    plugins: [wasmAsModule],
-    logLevel: "error",
-  });
-  return import(pathToFileURL(outfile).href);
-}
-
-/** Generated photo-like inputs (gradients, rings, noise; MozJPEG quality 90), as the tests make them. */
-function inputList(all) {
-  const jpeg = (w, h, progressive) => (images) =>
-    images.encodeJpeg(images.photoLike(w, h), w, h, { progressive, quality: 90 });
-  const list = [
-    { name: "12 MP JPEG, baseline, 4000×3000", kind: "jpeg", mime: "image/jpeg", make: jpeg(4000, 3000, false) },
-    { name: "12 MP JPEG, progressive, 4000×3000", kind: "jpeg", mime: "image/jpeg", make: jpeg(4000, 3000, true) },
-    {
-      name: "12 MP PNG, RGBA opaque, 4000×3000",
-      kind: "png",
-      mime: "image/png",
-      make: (images) => images.writeRgbaPng(images.photoLike(4000, 3000), 4000, 3000),
-    },
-  ];
-  if (all) {
-    list.push(
-      { name: "24 MP JPEG, baseline, 6000×4000", kind: "jpeg", mime: "image/jpeg", make: jpeg(6000, 4000, false) },
-      { name: "24 MP JPEG, progressive, 6000×4000", kind: "jpeg", mime: "image/jpeg", make: jpeg(6000, 4000, true) },
-    );
-  }
-  return list;
-}
-
-function cwebp(file, width, height, outFile) {
-  const start = performance.now();
-  execFileSync("cwebp", [
-    "-quiet",
-    ...["-q", String(QUALITY), "-m", "2"],
-    ...["-resize", String(width), String(height)],
-    file,
-    ...["-o", outFile],
-  ]);
-  return performance.now() - start;
-}
-
-/**
- * Prepares the inputs in a throwaway directory and times the pipeline against cwebp on each. Returns
- * the per-input results, with the input bytes that `completeThroughWorker` uploads afterwards.
- */
-export async function measureConversion({ all = false } = {}) {
-  requireDebianTool("cwebp", "webp", "conversion is compared with native cwebp");
+/** The tests' image helpers (MozJPEG encoder, photo-like pixels), bundled for Node. */
+async function loadImageHelpers() {
   const work = await mkdtemp(join(tmpdir(), "bench-convert-"));
   const removeWork = () => rm(work, { recursive: true, force: true });
   const unregister = onAbort(removeWork);
   try {
-    return await convertInputs(work, all);
+    const outfile = join(work, "images.mjs");
+    await build({
+      entryPoints: [join(projectRoot, "test/uploads/convert/images.ts")],
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      outfile,
+      plugins: [wasmAsModule],
+      logLevel: "error",
+    });
+    return await import(pathToFileURL(outfile).href);
   } finally {
-    // The bundles are imported and the inputs kept in memory by now: the files are no longer needed.
     await removeWork();
     unregister();
   }
 }
 
-async function convertInputs(work, all) {
-  const pipeline = await bundle(work, "src/uploads/convert/index.ts", "pipeline");
-  const images = await bundle(work, "test/uploads/convert/images.ts", "images");
-  const inputs = inputList(all);
-  for (const [i, input] of inputs.entries()) {
-    input.bytes = await input.make(images);
-    input.file = join(work, `${i}.${input.kind}`);
-    await writeFile(input.file, input.bytes);
-  }
-  log(`  inputs ready: ${inputs.map((input) => `${input.name} ${num(input.bytes.length / 1e6)} MB`).join("; ")}`);
+// ---------------------------------------------------------------------------------------------
+// Inputs, all generated by code
+// ---------------------------------------------------------------------------------------------
 
-  // The isolate's first conversion also grows the encoder to its fixed share (warmEncoder, ~0.3 s): a
-  // one-off per isolate, kept out of the timed runs.
-  await pipeline.convertToWebp(inputs[0].bytes, inputs[0].kind, { maxEdge: MAX_EDGE, quality: QUALITY });
+const MIME = {
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+  gif: "image/gif",
+  bmp: "image/bmp",
+};
 
-  const results = [];
-  for (const input of inputs) {
-    const pipelineMs = [];
-    const nativeMs = [];
-    const ratio = [];
-    let out;
-    let nativeBytes;
-    for (let run = 0; run < RUNS; run++) {
-      const start = performance.now();
-      out = await pipeline.convertToWebp(input.bytes, input.kind, { maxEdge: MAX_EDGE, quality: QUALITY });
-      const ms = performance.now() - start;
-      const outFile = `${input.file}.webp`;
-      const native = cwebp(input.file, out.width, out.height, outFile);
-      nativeBytes = (await readFile(outFile)).length;
-      pipelineMs.push(ms);
-      nativeMs.push(native);
-      ratio.push(ms / native);
+/** A 24-bit bottom-up BMP of RGBA pixels. */
+function writeBmp(rgba, width, height) {
+  const stride = Math.ceil((width * 3) / 4) * 4;
+  const out = Buffer.alloc(54 + stride * height);
+  out.write("BM", 0, "latin1");
+  out.writeUInt32LE(out.length, 2);
+  out.writeUInt32LE(54, 10);
+  out.writeUInt32LE(40, 14);
+  out.writeInt32LE(width, 18);
+  out.writeInt32LE(height, 22);
+  out.writeUInt16LE(1, 26);
+  out.writeUInt16LE(24, 28);
+  out.writeUInt32LE(stride * height, 34);
+  for (let y = 0; y < height; y++) {
+    const row = 54 + (height - 1 - y) * stride;
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 4;
+      out[row + x * 3] = rgba[i + 2];
+      out[row + x * 3 + 1] = rgba[i + 1];
+      out[row + x * 3 + 2] = rgba[i];
     }
-    // High-water marks: WebAssembly memory never shrinks, so after the runs each instance's size is the
-    // peak of its stage (decode in the arena, encode in the encoder) over every conversion so far.
-    const memory = await pipeline.codecMemory();
-    const result = {
-      input,
-      fileBytes: input.bytes.length,
-      width: out.width,
-      height: out.height,
-      outBytes: out.bytes.length,
-      nativeBytes,
-      pipelineMs: stats(pipelineMs),
-      nativeMs: stats(nativeMs),
-      ratio: stats(ratio),
-      memory,
+  }
+  return out;
+}
+
+const crcTable = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(bytes) {
+  let c = 0xffffffff;
+  for (const b of bytes) c = crcTable[(c ^ b) & 255] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function pngChunk(type, data) {
+  const out = Buffer.alloc(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, "latin1");
+  Buffer.from(data).copy(out, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
+}
+function png({ width, height, bitDepth = 8, colorType = 6, idat }) {
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([bitDepth, colorType, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk("IHDR", header),
+    pngChunk("IDAT", idat),
+    pngChunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+/** zlib of `total` zero bytes, streamed (never holding them): ~1000:1. */
+function deflatedZeros(total) {
+  return new Promise((resolve, reject) => {
+    const deflate = createDeflate({ level: 9 });
+    const parts = [];
+    deflate.on("data", (chunk) => parts.push(chunk));
+    deflate.on("end", () => resolve(Buffer.concat(parts)));
+    deflate.on("error", reject);
+    const chunk = Buffer.alloc(2 ** 20);
+    let written = 0;
+    const pump = () => {
+      while (written < total) {
+        written += chunk.length;
+        if (!deflate.write(chunk)) return deflate.once("drain", pump);
+      }
+      deflate.end();
     };
+    pump();
+  });
+}
+
+/** A copy of a JPEG whose SOF claims `width`×`height` (the scan data stays that of the real image). */
+function withSofSize(jpeg, width, height) {
+  const out = Buffer.from(jpeg);
+  for (let i = 2; i + 9 < out.length; ) {
+    if (out[i] !== 0xff) throw new Error("withSofSize: lost the marker chain");
+    const marker = out[i + 1];
+    const length = out.readUInt16BE(i + 2);
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      out.writeUInt16BE(height, i + 5);
+      out.writeUInt16BE(width, i + 7);
+      return out;
+    }
+    i += 2 + length;
+  }
+  throw new Error("withSofSize: no SOF marker");
+}
+
+/** A GIF with a 100×100 screen whose only frame descriptor claims `width`×`height`, with a few LZW codes. */
+function gifWithHugeFrame(width, height) {
+  // biome-ignore format: one line per GIF block
+  return Buffer.from([
+    ...Buffer.from("GIF89a", "latin1"),
+    100, 0, 100, 0, // logical screen 100×100
+    0x80, 0, 0, // global colour table of 2 entries
+    0, 0, 0, 255, 255, 255,
+    0x2c, 0, 0, 0, 0, width & 255, width >> 8, height & 255, height >> 8, 0, // image descriptor
+    2, // LZW minimum code size
+    4, 0x84, 0x8f, 0xa9, 0x01, // one data sub-block: clear, a few codes
+    0, // block terminator
+    0x3b, // trailer
+  ]);
+}
+
+/**
+ * The inputs of the issue: photo-like pixels (gradients, rings, noise, as the tests make them) encoded by
+ * MozJPEG (the tests' encoder, quality 90) and by libvips (PNG, WebP, GIF), and a BMP written here; then
+ * the hostile ones. `only` keeps the inputs whose name contains it.
+ */
+export async function prepareInputs({ only } = {}) {
+  const cached = await readCachedInputs();
+  const list = cached ?? (await generateInputs());
+  if (!cached) await writeCachedInputs(list);
+  for (const input of list) input.mime = MIME[input.kind];
+  return only ? list.filter((input) => input.name.toLowerCase().includes(only.toLowerCase())) : list;
+}
+
+// Generating takes a minute or more on two cores (MozJPEG at 24 MP, palette quantisation), so the inputs
+// are kept in the system's temporary directory under a hash of everything that makes them.
+async function cacheDir() {
+  const hash = createHash("sha256");
+  for (const file of ["scripts/bench-convert.mjs", "test/uploads/convert/images.ts", "package-lock.json"]) {
+    hash.update(await readFile(join(projectRoot, file)));
+  }
+  hash.update(sharp.versions.vips);
+  return join(tmpdir(), "storefront-bench-convert-inputs", hash.digest("hex").slice(0, 16));
+}
+
+async function readCachedInputs() {
+  try {
+    const dir = await cacheDir();
+    const manifest = JSON.parse(await readFile(join(dir, "manifest.json"), "utf8"));
+    const list = [];
+    for (const [i, entry] of manifest.entries()) list.push({ ...entry, bytes: await readFile(join(dir, `${i}.bin`)) });
+    log(`  inputs read from ${dir}`);
+    return list;
+  } catch {
+    return null;
+  }
+}
+
+async function writeCachedInputs(list) {
+  const dir = await cacheDir();
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  for (const [i, input] of list.entries()) await writeFile(join(dir, `${i}.bin`), input.bytes);
+  const manifest = list.map(({ name, kind, hostile, fixedCost }) => ({
+    name,
+    kind,
+    hostile: Boolean(hostile),
+    fixedCost: Boolean(fixedCost),
+  }));
+  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest));
+}
+
+async function generateInputs() {
+  const images = await loadImageHelpers();
+  const list = [];
+  const add = (input) => list.push(input);
+  const pixels12 = images.photoLike(4000, 3000);
+  const raw12 = () => sharp(pixels12, { raw: { width: 4000, height: 3000, channels: 4 } });
+  const rgb12 = async () =>
+    sharp(await raw12().removeAlpha().raw().toBuffer(), { raw: { width: 4000, height: 3000, channels: 3 } });
+  const jpeg = (pixels, w, h, progressive, subsample) =>
+    images.encodeJpeg(pixels, w, h, { progressive, quality: 90, chromaSubsample: subsample === "4:2:0" ? 2 : 1 });
+
+  add({
+    name: "64×64 JPEG (the complete's fixed cost)",
+    kind: "jpeg",
+    fixedCost: true,
+    bytes: await jpeg(images.photoLike(64, 64), 64, 64, false, "4:2:0"),
+  });
+  for (const [mp, w, h, pixels] of [
+    [12, 4000, 3000, pixels12],
+    [24, 6000, 4000, images.photoLike(6000, 4000)],
+  ]) {
+    for (const progressive of [false, true]) {
+      for (const subsample of ["4:2:0", "4:4:4"]) {
+        add({
+          name: `${mp} MP JPEG, ${progressive ? "progressive" : "baseline"} ${subsample}, ${w}×${h}`,
+          kind: "jpeg",
+          bytes: await jpeg(pixels, w, h, progressive, subsample),
+        });
+      }
+    }
+  }
+  add({ name: "12 MP PNG, RGB 8-bit", kind: "png", bytes: await (await rgb12()).png().toBuffer() });
+  const transparent = Uint8Array.from(pixels12);
+  for (let y = 0; y < 3000; y++) {
+    for (let x = 0; x < 4000; x++) {
+      // Real transparency: alpha falls from opaque at the centre to clear at the corners.
+      const d = Math.hypot(x - 2000, y - 1500) / 2500;
+      transparent[(y * 4000 + x) * 4 + 3] = Math.max(0, Math.min(255, Math.round(255 * (1.2 - d))));
+    }
+  }
+  add({
+    name: "12 MP PNG, RGBA with transparency",
+    kind: "png",
+    bytes: await sharp(transparent, { raw: { width: 4000, height: 3000, channels: 4 } })
+      .png()
+      .toBuffer(),
+  });
+  add({
+    name: "12 MP PNG, RGB 16-bit",
+    kind: "png",
+    bytes: await (await rgb12()).toColourspace("rgb16").png().toBuffer(),
+  });
+  add({
+    name: "12 MP PNG, palette (256 colours)",
+    kind: "png",
+    bytes: await (await rgb12()).png({ palette: true, colours: 256, effort: 1, dither: 0 }).toBuffer(),
+  });
+  add({
+    name: "12 MP PNG, RGB interlaced (Adam7)",
+    kind: "png",
+    bytes: await (await rgb12()).png({ progressive: true }).toBuffer(),
+  });
+  add({
+    name: "12 MP WebP (lossy, quality 90)",
+    kind: "webp",
+    bytes: await (await rgb12()).webp({ quality: 90, effort: 2 }).toBuffer(),
+  });
+  add({ name: "12 MP BMP, 24-bit", kind: "bmp", bytes: writeBmp(pixels12, 4000, 3000) });
+  add({ name: "12 MP GIF, one frame", kind: "gif", bytes: await (await rgb12()).gif({ effort: 1 }).toBuffer() });
+
+  // Hostile: the Worker must refuse them (or convert them) within the isolate's memory.
+  const baseline12 = list.find((input) => input.name.startsWith("12 MP JPEG, baseline 4:2:0")).bytes;
+  const progressive12 = list.find((input) => input.name.startsWith("12 MP JPEG, progressive 4:2:0")).bytes;
+  const png12 = list.find((input) => input.name === "12 MP PNG, RGB 8-bit").bytes;
+  const small = await jpeg(images.photoLike(64, 64), 64, 64, false, "4:2:0");
+  const smallProgressive = await jpeg(images.photoLike(64, 64), 64, 64, true, "4:2:0");
+  const hostile = (input) => add({ ...input, hostile: true });
+  hostile({
+    name: "GIF: 100×100 screen, frame descriptor claims 65535×65535",
+    kind: "gif",
+    bytes: gifWithHugeFrame(65535, 65535),
+  });
+  hostile({
+    name: "PNG 1×1 whose IDAT inflates to 512 MiB of zeros",
+    kind: "png",
+    bytes: png({ width: 1, height: 1, idat: await deflatedZeros(512 * 2 ** 20) }),
+  });
+  const rows = (width, count) => deflateSync(Buffer.alloc((width * 4 + 1) * count));
+  hostile({
+    name: "PNG: IHDR claims 50000×50000, IDAT holds 10 rows",
+    kind: "png",
+    bytes: png({ width: 50000, height: 50000, idat: rows(50000, 10) }),
+  });
+  hostile({
+    name: "PNG: IHDR claims 9000×9000 (81 MP), IDAT holds 100 rows",
+    kind: "png",
+    bytes: png({ width: 9000, height: 9000, idat: rows(9000, 100) }),
+  });
+  hostile({
+    name: "JPEG: SOF claims 65000×65000, data of 64×64",
+    kind: "jpeg",
+    bytes: withSofSize(small, 65000, 65000),
+  });
+  hostile({ name: "JPEG: SOF claims 9000×9000, data of 64×64", kind: "jpeg", bytes: withSofSize(small, 9000, 9000) });
+  hostile({
+    name: "progressive JPEG: SOF claims 9000×9000, data of 64×64",
+    kind: "jpeg",
+    bytes: withSofSize(smallProgressive, 9000, 9000),
+  });
+  hostile({
+    name: "12 MP baseline JPEG cut at half",
+    kind: "jpeg",
+    bytes: baseline12.subarray(0, baseline12.length >> 1),
+  });
+  hostile({
+    name: "12 MP progressive JPEG cut at half",
+    kind: "jpeg",
+    bytes: progressive12.subarray(0, progressive12.length >> 1),
+  });
+  hostile({ name: "12 MP PNG cut at half", kind: "png", bytes: png12.subarray(0, png12.length >> 1) });
+
+  return list;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Worker's public API
+// ---------------------------------------------------------------------------------------------
+
+/** prepare + PUT; returns the upload's id. */
+async function upload(server, input) {
+  const { body: reservation } = await call(server, "POST", "/media-uploads", {
+    body: { filename: `bench.${input.kind}`, content_type: input.mime, size: input.bytes.length, type: "image" },
+    expected: 201,
+  });
+  const put = await fetch(reservation.upload_request.url, {
+    method: "PUT",
+    headers: reservation.upload_request.headers,
+    body: input.bytes,
+  });
+  if (put.status !== 204) throw new Error(`PUT ${input.name}: ${put.status} ${(await put.text()).slice(0, 300)}`);
+  return reservation.id;
+}
+
+/**
+ * The timed complete; any status is returned (hostile inputs are expected to be refused). With
+ * `timeoutMs`, no answer in time is a result too (`timedOut`), not an error: the isolate is then still
+ * busy and its server must be thrown away.
+ */
+async function complete(server, id, { timeoutMs } = {}) {
+  const start = performance.now();
+  let response;
+  let text;
+  try {
+    response = await fetch(`${server.url}/api/v1/media-uploads/${id}/complete`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${BENCH_TOKEN}`, "X-Service-Store": BENCH_STORE },
+      ...(timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+    });
+    text = await response.text();
+  } catch (error) {
+    if (!timeoutMs || performance.now() - start < timeoutMs) throw error;
+    return { status: null, timedOut: true, ms: performance.now() - start, body: null, converted: false };
+  }
+  const ms = performance.now() - start;
+  let body = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = { text: text.slice(0, 300) };
+  }
+  const converted = response.status === 201 && body?.type === "image" && String(body.file_url).endsWith(".webp");
+  return { status: response.status, ms, body, converted };
+}
+
+/** What a complete did, in a few words for the tables. */
+function outcome(result) {
+  if (result.converted) return "converted";
+  if (result.timedOut) return `no answer within ${Math.round(result.ms / 1000)} s (the isolate was still busy)`;
+  const reason = result.body?.error?.message ?? result.body?.message ?? result.body?.detail ?? result.body?.text;
+  const type = result.status === 201 ? `hosted as ${result.body?.type}` : `${result.status}`;
+  return reason ? `${type}: ${String(reason).slice(0, 160)}` : type;
+}
+
+/** The hosted WebP's size, read back through the Worker's media URL. */
+async function hostedSize(fileUrl) {
+  const response = await fetch(fileUrl);
+  if (response.status !== 200) throw new Error(`GET ${fileUrl}: ${response.status}`);
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const { width, height, format } = await sharp(bytes).metadata();
+  if (format !== "webp") throw new Error(`${fileUrl} is ${format}, not WebP`);
+  return { width, height, bytes: bytes.length };
+}
+
+/** RGB pixels of a 24-bit BMP written by writeBmp (libvips has no BMP loader in sharp's build). */
+function readBmp(bytes) {
+  const width = bytes.readInt32LE(18);
+  const height = bytes.readInt32LE(22);
+  const stride = Math.ceil((width * 3) / 4) * 4;
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    const row = 54 + (height - 1 - y) * stride;
+    for (let x = 0; x < width; x++) {
+      rgb[(y * width + x) * 3] = bytes[row + x * 3 + 2];
+      rgb[(y * width + x) * 3 + 1] = bytes[row + x * 3 + 1];
+      rgb[(y * width + x) * 3 + 2] = bytes[row + x * 3];
+    }
+  }
+  return sharp(rgb, { raw: { width, height, channels: 3 } });
+}
+
+/**
+ * sharp doing what the complete converts: decode, orient, resize to the same size, WebP q80 effort 2.
+ * BMP: sharp's libvips cannot load it, so the pixels are read in JS here (inside the timed span).
+ */
+async function sharpOnce(input, { width, height }) {
+  const bytes = input.bytes;
+  const start = performance.now();
+  const out = await (input.kind === "bmp" ? readBmp(Buffer.from(bytes)) : sharp(bytes))
+    .rotate()
+    .resize(width, height, { fit: "fill" })
+    .webp({ quality: QUALITY, effort: EFFORT })
+    .toBuffer();
+  return { ms: performance.now() - start, bytes: out.length };
+}
+
+/** A store and a token: all the conversion part needs (the full bench fixture takes longer to load). */
+function convertFixture() {
+  const { stores, tokens } = benchFixture();
+  return { stores, tokens };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Speed: complete through the Worker beside sharp
+// ---------------------------------------------------------------------------------------------
+
+/** wrangler dev reloaded the Worker (it sometimes does, seconds after starting, with no file changed). */
+class ReloadedError extends Error {}
+
+const reloadedMessage =
+  "the Worker was reloaded during the measurement (a fresh isolate mid-way): the figures would mix two isolates";
+
+export async function measureSpeed(server, inputs) {
+  const speedInputs = inputs.filter((input) => !input.hostile);
+  // The isolate's first complete creates the codec instances (and grows the encoder): not timed.
+  const warm = speedInputs.find((input) => input.name.startsWith("12 MP JPEG, baseline")) ?? speedInputs[0];
+  await step("warm-up complete", LIMITS.speedInput, async () => complete(server, await upload(server, warm)));
+  const results = [];
+  for (const input of speedInputs) {
+    const result = await step(`speed: ${input.name}`, LIMITS.speedInput, async () => {
+      const rounds = [];
+      let output = null;
+      for (let round = 0; round < SPEED_RUNS; round++) {
+        const worker = await complete(server, await upload(server, input));
+        if (!worker.converted) return { input, refused: outcome(worker), workerMs: stats([worker.ms]) };
+        output ??= await hostedSize(worker.body.file_url);
+        const native = await sharpOnce(input, output);
+        rounds.push({ worker: worker.ms, sharp: native.ms, sharpBytes: native.bytes });
+      }
+      return {
+        input,
+        output,
+        workerMs: stats(rounds.map((r) => r.worker)),
+        sharpMs: stats(rounds.map((r) => r.sharp)),
+        ratio: stats(rounds.map((r) => r.worker / r.sharp)),
+        sharpBytes: rounds[0].sharpBytes,
+      };
+    });
     results.push(result);
     log(
-      `  ${input.name}: pipeline ${spread(result.pipelineMs)} ms, cwebp ${spread(result.nativeMs)} ms, ratio ${spread(result.ratio, times)}; arena ${num(memory.arena / 2 ** 20)} MiB, encoder ${num(memory.encoder / 2 ** 20)} MiB`,
+      result.refused
+        ? `  ${input.name}: not converted (${result.refused}) in ${num(result.workerMs.median)} ms`
+        : `  ${input.name} → ${result.output.width}×${result.output.height}: complete ${spread(result.workerMs)} ms, sharp ${spread(result.sharpMs)} ms, ratio ${spread(result.ratio, times)}`,
     );
   }
   return results;
 }
 
-/** The same inputs through the Worker: prepare, PUT, then the timed complete (which converts). */
-export async function completeThroughWorker(server, results) {
-  const inspector = await connectInspector(server);
-  const once = async (input) => {
-    const { body: reservation } = await call(server, "POST", "/media-uploads", {
-      body: { filename: `bench.${input.kind}`, content_type: input.mime, size: input.bytes.length, type: "image" },
-      expected: 201,
-    });
-    const put = await fetch(reservation.upload_request.url, {
-      method: "PUT",
-      headers: reservation.upload_request.headers,
-      body: input.bytes,
-    });
-    if (put.status !== 204) throw new Error(`PUT ${input.name}: ${put.status} ${await put.text()}`);
-    await inspector.collectGarbage();
-    const sampler = sampleIsolate(inspector, 20);
-    const start = performance.now();
-    const { body: hosted } = await call(server, "POST", `/media-uploads/${reservation.id}/complete`, { expected: 201 });
-    const ms = performance.now() - start;
-    const memory = await sampler.stop();
-    if (hosted.type !== "image" || !hosted.file_url.endsWith(".webp")) {
-      throw new Error(`complete did not convert ${input.name}: ${JSON.stringify(hosted)}`);
+// ---------------------------------------------------------------------------------------------
+// Memory inside workerd
+// ---------------------------------------------------------------------------------------------
+
+const sum = (values) => values.reduce((a, b) => a + b, 0);
+
+/** Completes `inputs` at once on one fresh isolate, sampling its memory; returns each outcome and the peak. */
+async function completesOnFreshIsolate(inputs) {
+  return withBenchServer({ fixture: convertFixture() }, async (server) => {
+    const inspector = await step("connect the inspector", 30_000, () => connectInspector(server));
+    try {
+      const ids = [];
+      for (const input of inputs) ids.push(await upload(server, input));
+      // A full collection (queryObjects collects first), so the samples start from live memory only.
+      const wasmBefore = await inspector.wasmMemories();
+      // The workerd process's RSS from /proc, every 5 ms: it goes on while the isolate is busy.
+      const worker = workerdProcesses(server).find((p) => p.role === "worker");
+      const rssSampler = worker ? sampleRss([worker.pid], 5) : null;
+      const sampler = sampleIsolate(inspector, SAMPLE_MS);
+      const started = performance.now();
+      const results = await Promise.all(ids.map((id) => complete(server, id, { timeoutMs: COMPLETE_TIMEOUT_MS })));
+      const wallMs = performance.now() - started;
+      const rss = rssSampler?.stop()[worker.pid];
+      if (results.some((result) => result.timedOut)) {
+        // The isolate is still in the conversion and will not answer: what was seen so far, and the
+        // process's RSS, are all there is; the server is stopped (workerd killed) by withBenchServer.
+        const isolate = sampler.abandon();
+        return {
+          results,
+          wallMs,
+          isolate,
+          rssGrowth: rss ? rss.peak - rss.baseline : null,
+          wasm: null,
+          wasmBytes: null,
+          peak: null,
+        };
+      }
+      const isolate = await sampler.stop();
+      const wasm = await inspector.wasmMemories();
+      // queryObjects collected all garbage: what is left is what the isolate still holds.
+      const afterGc = await inspector.memory();
+      if (inspector.reloads() > 0) throw new ReloadedError(reloadedMessage);
+      return {
+        results,
+        wallMs,
+        isolate,
+        rssGrowth: rss ? rss.peak - rss.baseline : null,
+        wasmBefore,
+        wasm,
+        wasmBytes: sum(wasm),
+        afterGc,
+        // JS heap + ArrayBuffers at their sampled peak, plus every WASM memory at its high-water mark.
+        peak: isolate.peak + sum(wasm),
+      };
+    } finally {
+      inspector.close();
     }
-    return { ms, peak: memory.peak, growth: memory.growth };
-  };
-  // The isolate's first complete creates the codec instances and grows the encoder; not timed.
-  await once(results[0].input);
-  for (const result of results) {
-    const runs = [];
-    for (let run = 0; run < WORKER_RUNS; run++) runs.push(await once(result.input));
-    result.completeMs = stats(runs.map((r) => r.ms));
-    result.completeRatio = stats(runs.map((r) => r.ms / result.nativeMs.median));
-    result.isolatePeak = stats(runs.map((r) => r.peak));
-    result.isolateGrowth = stats(runs.map((r) => r.growth));
+  });
+}
+
+export async function measureMemory(inputs) {
+  const results = [];
+  for (const input of inputs) {
+    const result = await step(`memory: ${input.name}`, LIMITS.memoryInput, () => onFreshIsolate([input]));
+    const [only] = result.results;
+    const row = { input, ...result, outcome: outcome(only), completeMs: only.ms };
+    results.push(row);
+    const seen = `JS heap + buffers ${mib(row.isolate.peak)} (heap ${mib(row.isolate.peakUsed)}, buffers ${mib(row.isolate.peakBuffers)})`;
+    const rss = `workerd RSS +${row.rssGrowth === null ? "?" : mib(row.rssGrowth)}`;
+    const waits = `${row.isolate.samples} samples, longest unanswered ${num(row.isolate.longestWaitMs)} ms of ${num(row.completeMs)} ms`;
     log(
-      `  ${result.input.name} through the Worker: complete ${spread(result.completeMs)} ms, JS heap and buffers peak ${mib(result.isolatePeak.max)} (+${mib(result.isolateGrowth.max)})`,
+      row.peak === null
+        ? `  ${input.name}: ${row.outcome}; before it: ${seen}; ${rss}; WASM memories unreadable (the isolate is busy)`
+        : `  ${input.name}: ${row.outcome.slice(0, 80)}; peak ${mib(row.peak)} = ${seen} + WASM ${mib(row.wasmBytes)} [${row.wasm.map(mib).join(", ")}]; after GC: heap + buffers ${mib(row.afterGc)}; ${rss}; ${waits}`,
     );
   }
-  inspector.close();
+  return results;
 }
+
+/** completesOnFreshIsolate, once more on another fresh server if the Worker was reloaded meanwhile. */
+async function onFreshIsolate(inputs) {
+  try {
+    return await completesOnFreshIsolate(inputs);
+  } catch (error) {
+    if (!(error instanceof ReloadedError)) throw error;
+    log("  the Worker was reloaded during the measurement: once more on a fresh server");
+    return completesOnFreshIsolate(inputs);
+  }
+}
+
+/** Two completes of the input with the highest single peak, at once on one isolate. */
+export async function measureConcurrent(memory) {
+  const heaviest = memory
+    .filter((row) => !row.input.hostile && row.outcome === "converted" && row.peak !== null)
+    .sort((a, b) => b.peak - a.peak)[0];
+  if (!heaviest) return null;
+  const result = await step(`two completes at once: ${heaviest.input.name}`, LIMITS.concurrent, () =>
+    onFreshIsolate([heaviest.input, heaviest.input]),
+  );
+  const row = { input: heaviest.input, single: heaviest.peak, ...result, outcomes: result.results.map(outcome) };
+  log(
+    `  two at once, ${row.input.name}: ${row.outcomes.join(" / ")}; peak ${mib(row.peak)} (one alone: ${mib(row.single)}); ${num(row.wallMs)} ms for both`,
+  );
+  return row;
+}
+
+/** The whole part: inputs, then speed on one server, then memory on a fresh server per input. */
+export async function measureConversion({ only } = {}) {
+  const inputs = await step("generate the inputs", LIMITS.inputs, () => prepareInputs({ only }));
+  log(`  inputs: ${inputs.map((input) => `${input.name} ${num(input.bytes.length / 1e6)} MB`).join("; ")}`);
+  const speed = await step("speed: complete beside sharp", LIMITS.speed, () =>
+    withBenchServer({ fixture: convertFixture() }, async (server) => {
+      // No inspector during the timed completes: with a DevTools client attached the proxy enables the
+      // debugger, which may change how V8 runs the code (WebAssembly debugging tiers among others).
+      const rows = await measureSpeed(server, inputs);
+      // Every input has gone through this one isolate: its WASM memories now hold the largest share any
+      // sequence of these inputs asks for.
+      const inspector = await step("connect the inspector", 30_000, () => connectInspector(server));
+      const wasmAfterAll = await inspector.wasmMemories().finally(() => inspector.close());
+      return { rows, wasmAfterAll };
+    }),
+  );
+  const memory = await step("memory inside workerd", LIMITS.memory, () => measureMemory(inputs));
+  const concurrent = await measureConcurrent(memory);
+  return { inputs, speed: speed.rows, wasmAfterAll: speed.wasmAfterAll, memory, concurrent };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
 
 const kib = (bytes) => `${Math.round(bytes / 1024)} KiB`;
 const mib = (bytes) => `${num(bytes / 2 ** 20)} MiB`;
+const share = (bytes) => `${Math.round((bytes / ISOLATE_BYTES) * 100)} %`;
+const cell = (text) => String(text).replaceAll("|", "\\|").replaceAll("\n", " ");
 
-export function convertSection(results, facts) {
-  const withWorker = results.some((r) => r.completeMs);
+export function convertSection(conversion, facts) {
+  const { speed, memory, concurrent, wasmAfterAll } = conversion;
   return [
-    `Measured ${machineLine(facts)}; ${facts.cwebp ? `cwebp ${facts.cwebp}` : "no cwebp"} (Debian \`webp\`).`,
+    `Measured ${machineLine(facts)}; sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}, libwebp ${sharp.versions.webp ?? "?"}). Method, and what these figures cannot see: [measuring-conversion.md](measuring-conversion.md).`,
     "",
-    `Method: generated photo-like inputs (gradients, rings, noise; MozJPEG quality 90), scaled to at most ${MAX_EDGE} px and 4.1 MP (docs/conversion.md). Pipeline: \`convertToWebp\` under Node 22 with the Worker's own WASM modules, ${RUNS} runs per input after one untimed conversion that grows the encoder (once per isolate). Native: \`cwebp -q ${QUALITY} -m 2 -resize W H\` on the same file right after each pipeline run (the pipeline encodes at quality ${QUALITY} with method 2; process start included). Ratio: pipeline time / cwebp time within each run${withWorker ? `. Through the Worker: \`POST /media-uploads/{id}/complete\` on \`wrangler dev\` (reads the upload from R2, sniffs, converts, writes the WebP), ${WORKER_RUNS} runs per input after one untimed complete, divided by cwebp's median` : ""}. Figures: median (min–max), ms.`,
+    `Speed: \`POST /media-uploads/{id}/complete\` through \`wrangler dev\` (reads the upload from R2, sniffs, converts, writes the WebP; HTTP on loopback included) beside sharp in this Node process doing decode + resize to the Worker's output size + WebP (quality ${QUALITY}, effort ${EFFORT} = libwebp method ${EFFORT}, the Worker's) on one thread (\`sharp.concurrency(1)\`, cache off), from memory. ${SPEED_RUNS} rounds per input after one untimed complete that creates the codec instances; the ratio is taken within each round. Bound: ≤ ${SHARP_RATIO_LIMIT}×. Figures: median (min–max), ms.`,
+    "",
+    table(
+      ["Input", "File", "Output", "complete (Worker)", "sharp", "Ratio", "Within", "WebP: Worker / sharp"],
+      [1, 3, 4, 5],
+      speed.map((r) =>
+        r.refused
+          ? [
+              cell(r.input.name),
+              `${num(r.input.bytes.length / 1e6)} MB`,
+              cell(`not converted: ${r.refused}`),
+              num(r.workerMs.median),
+              "–",
+              "–",
+              "–",
+              "–",
+            ]
+          : [
+              cell(r.input.name),
+              `${num(r.input.bytes.length / 1e6)} MB`,
+              `${r.output.width}×${r.output.height}`,
+              spread(r.workerMs),
+              spread(r.sharpMs),
+              spread(r.ratio, times),
+              r.input.fixedCost ? "–" : r.ratio.median <= SHARP_RATIO_LIMIT ? "yes" : "**no**",
+              `${kib(r.output.bytes)} / ${kib(r.sharpBytes)}`,
+            ],
+      ),
+    ),
+    "",
+    `Memory: one complete per input on a fresh \`wrangler dev\` isolate (its first request, so the codec instances are created by it), \`Runtime.getHeapUsage\` every ${SAMPLE_MS} ms through the inspector (V8 used heap + ArrayBuffer backing stores, which do not include WebAssembly memories), and every WebAssembly memory's size right after (\`Runtime.queryObjects\`; they never shrink, so that is their high-water mark). Peak = sampled peak of heap + buffers, plus the WASM memories. "After GC": heap + buffers once the complete is over and all garbage is collected (what of the peak was garbage still counted). The isolate does not answer the inspector while it runs a synchronous step: "unanswered" is the longest wait for one sample, a stretch in which the JS heap was not seen. "workerd RSS growth": the Worker process's resident memory from /proc every 5 ms, highest minus the value before the complete; it is read while the isolate is busy, but counts workerd, local R2 and D1 too and only pages touched. Bound: ≤ ${mib(MEMORY_TARGET_BYTES)} of ${mib(ISOLATE_BYTES)}.`,
     "",
     table(
       [
         "Input",
         "File",
-        "Output",
-        "Pipeline",
-        "cwebp",
-        "Ratio",
-        ...(withWorker ? ["complete in the Worker", "Ratio to cwebp"] : []),
-        "WebP: pipeline / cwebp",
+        "Outcome",
+        "complete ms",
+        "JS heap peak",
+        "Buffers peak",
+        "Heap + buffers after GC",
+        "WASM memories",
+        "Peak",
+        "Of 128 MiB",
+        "≤ 110 MiB",
+        "Unanswered (samples)",
+        "workerd RSS growth",
       ],
-      withWorker ? [1, 3, 4, 5, 6, 7, 8] : [1, 3, 4, 5, 6],
-      results.map((r) => [
-        r.input.name,
-        `${num(r.fileBytes / 1e6)} MB`,
-        `${r.width}×${r.height}`,
-        spread(r.pipelineMs),
-        spread(r.nativeMs),
-        spread(r.ratio, times),
-        ...(withWorker ? [spread(r.completeMs), spread(r.completeRatio, times)] : []),
-        `${kib(r.outBytes)} / ${kib(r.nativeBytes)}`,
+      [1, 3, 4, 5, 6, 8, 9, 11, 12],
+      memory.map((r) => [
+        cell(`${r.input.hostile ? "hostile: " : ""}${r.input.name}`),
+        `${num(r.input.bytes.length / 1e6)} MB`,
+        cell(r.outcome),
+        num(r.completeMs),
+        mib(r.isolate.peakUsed),
+        mib(r.isolate.peakBuffers),
+        r.afterGc === undefined ? "–" : mib(r.afterGc),
+        r.wasm === null
+          ? "unreadable (isolate busy)"
+          : `${mib(r.wasmBytes)} (${r.wasm.map((bytes) => num(bytes / 2 ** 20)).join(" + ") || "none"})`,
+        r.peak === null ? "unknown" : mib(r.peak),
+        r.peak === null ? "–" : share(r.peak),
+        r.peak === null ? "**unknown**" : r.peak <= MEMORY_TARGET_BYTES ? "yes" : "**no**",
+        `${num(r.isolate.longestWaitMs)} ms (${r.isolate.samples})`,
+        r.rssGrowth === null ? "–" : mib(r.rssGrowth),
       ]),
     ),
     "",
-    `Peak memory per stage, against the ${mib(ISOLATE_BYTES)} isolate: the linear memory of each codec instance after the runs (its high-water mark: WebAssembly memory never shrinks, and the instances live as long as the isolate), plus the file the caller holds. The figures accumulate down the table (the same instances convert every input).${withWorker ? " In workerd: what the Worker's isolate reported during a complete of that input through `wrangler dev`'s inspector (`Runtime.getHeapUsage` every 20 ms: V8's used heap + ArrayBuffer backing stores, which do not include WebAssembly memories), highest value and its growth over the value just before the complete (after a full garbage collection, so it starts from live memory); then that peak plus the codec instances above. The used heap also counts the complete's own garbage not yet collected, so that sum is an upper bound of the isolate's peak where the Sum column is a lower bound; the isolate answers between its tasks, so a peak inside one synchronous step can be missed." : ""}`,
+    concurrent
+      ? `Two completes at once on one fresh isolate (${cell(concurrent.input.name)}, the input with the highest peak above): ${concurrent.outcomes.map(cell).join(" / ")}; peak **${mib(concurrent.peak)}** (${share(concurrent.peak)} of 128 MiB; one alone: ${mib(concurrent.single)}): JS heap ${mib(concurrent.isolate.peakUsed)}, buffers ${mib(concurrent.isolate.peakBuffers)}, WASM ${mib(concurrent.wasmBytes)}; workerd RSS growth ${concurrent.rssGrowth === null ? "–" : mib(concurrent.rssGrowth)}; both done in ${num(concurrent.wallMs)} ms.`
+      : "Two completes at once: not run (no input converted).",
     "",
-    table(
-      [
-        "Input",
-        "Decode (libjpeg-turbo arena)",
-        "Encode (libwebp encoder)",
-        "WebP decoder",
-        "File",
-        "Sum",
-        "Of 128 MiB",
-        ...(withWorker ? ["In workerd: JS heap + buffers, peak (growth)", "Peak + instances", "Of 128 MiB"] : []),
-      ],
-      withWorker ? [1, 2, 3, 4, 5, 6, 7, 8, 9] : [1, 2, 3, 4, 5, 6],
-      results.map((r) => {
-        const instances = r.memory.arena + r.memory.encoder + r.memory.webpDecoder;
-        const sum = instances + r.fileBytes;
-        const share = (bytes) => `${Math.round((bytes / ISOLATE_BYTES) * 100)} %`;
-        return [
-          r.input.name,
-          mib(r.memory.arena),
-          mib(r.memory.encoder),
-          mib(r.memory.webpDecoder),
-          mib(r.fileBytes),
-          mib(sum),
-          share(sum),
-          ...(withWorker
-            ? [
-                `${mib(r.isolatePeak.max)} (+${mib(r.isolateGrowth.max)})`,
-                mib(r.isolatePeak.max + instances),
-                share(r.isolatePeak.max + instances),
-              ]
-            : []),
-        ];
-      }),
-    ),
+    `After every speed input went through one isolate, its WebAssembly memories held ${mib(sum(wasmAfterAll))} (${wasmAfterAll.map((bytes) => num(bytes / 2 ** 20)).join(" + ")} MiB): the share a long-lived isolate keeps whatever it converts next.`,
   ].join("\n");
 }
 
 export const convertHeading = "## 2. Conversion";
 
 if (isMain(import.meta.url)) {
-  installWatchdog(8 * 60_000);
-  const all = process.argv.includes("--all");
-  const facts = await machineFacts();
-  const results = await measureConversion({ all });
-  await withBenchServer({ fixture: benchFixture() }, (server) => completeThroughWorker(server, results));
-  await writeBlock("bench-convert", convertHeading, convertSection(results, facts));
-  log("wrote docs/benchmarks.md (conversion)");
+  installWatchdog(20 * 60_000);
+  await runMain(async () => {
+    const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length);
+    const facts = await machineFacts();
+    const conversion = await step("2. conversion", 19 * 60_000, () => measureConversion({ only }));
+    if (only) {
+      log("--only: docs/benchmarks.md left alone");
+      return;
+    }
+    await writeBlock("bench-convert", convertHeading, convertSection(conversion, facts));
+    log("wrote docs/benchmarks.md (conversion)");
+  });
 }

@@ -1,10 +1,10 @@
 // Shared pieces of the `npm run bench` scripts: statistics, machine facts, the generated blocks of
 // docs/benchmarks.md, the bench's own `wrangler dev` with its fixture, a watchdog, and process memory.
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { freePort, loadFixture, startDevServer } from "./dev-server.mjs";
 
@@ -78,7 +78,6 @@ export async function machineFacts() {
     memoryGiB: totalmem() / 2 ** 30,
     node: process.versions.node,
     wrangler: wranglerPackage.version,
-    cwebp: commandOutput("cwebp", ["-version"]),
     curl: commandOutput("curl", ["--version"])?.split(" ")[1],
   };
 }
@@ -141,19 +140,110 @@ export function onAbort(cleanup) {
   return () => cleanups.delete(cleanup);
 }
 
+/** The steps under way, outermost first, so a timeout or the watchdog can say where the run was. */
+const activeSteps = [];
+export const currentStep = () => (activeSteps.length ? activeSteps.join(" > ") : "outside any step");
+
+/**
+ * Ends every process this run started that is still alive (wrangler, workerd, esbuild, curl): the
+ * registered cleanups stop the servers they know of; this catches what was started and not yet
+ * registered (a `wrangler d1 migrations apply` that hangs, a server still starting).
+ */
+function endChildren() {
+  for (const child of descendants(process.pid).reverse()) {
+    try {
+      process.kill(child.pid, "SIGKILL");
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
 async function abort(reason, code) {
   console.error(`bench: ${reason}`);
-  for (const cleanup of [...cleanups].reverse()) await cleanup().catch(() => {});
+  for (const cleanup of [...cleanups].reverse()) {
+    await withTimeout(cleanup(), 15_000, "cleanup").catch(() => {});
+  }
+  endChildren();
   process.exit(code);
 }
 
-/** Ends the process (stopping every registered server) after `limitMs` or on Ctrl-C. */
+/** Ends the process (stopping every registered server) after `limitMs` or on Ctrl-C, naming the step. */
 export function installWatchdog(limitMs) {
-  const timer = setTimeout(() => abort(`gave up after ${Math.round(limitMs / 1000)} s`, 2), limitMs);
+  const timer = setTimeout(
+    () => abort(`gave up after ${Math.round(limitMs / 1000)} s, during step: ${currentStep()}`, 2),
+    limitMs,
+  );
   timer.unref();
-  process.once("SIGINT", () => abort("interrupted", 130));
-  process.once("SIGTERM", () => abort("terminated", 143));
+  process.once("SIGINT", () => abort(`interrupted during step: ${currentStep()}`, 130));
+  process.once("SIGTERM", () => abort(`terminated during step: ${currentStep()}`, 143));
 }
+
+/** Something did not finish in time; the message names it. */
+export class StepTimeout extends Error {
+  name = "StepTimeout";
+}
+/** A step failed; the message starts with the step's name, the original error is the cause. */
+export class StepError extends Error {
+  name = "StepError";
+}
+
+/** `promise`, or a StepTimeout naming `what` after `ms`. The work itself is not cancelled: callers stop it. */
+export function withTimeout(promise, ms, what) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new StepTimeout(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  return Promise.race([Promise.resolve(promise), expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Runs `fn` as a named step of at most `limitMs`: a timeout or any error comes out as a StepError whose
+ * message starts with the step's name (nested steps: "outer > inner"), the original as its cause.
+ */
+export async function step(name, limitMs, fn) {
+  activeSteps.push(name);
+  const path = currentStep();
+  try {
+    return await withTimeout(fn(), limitMs, `step "${path}" exceeded its limit`);
+  } catch (error) {
+    if (error instanceof StepError) throw error;
+    throw new StepError(`step "${path}" failed: ${error?.message ?? error}`, { cause: error });
+  } finally {
+    const at = activeSteps.lastIndexOf(name);
+    if (at !== -1) activeSteps.splice(at, 1);
+  }
+}
+
+/**
+ * Runs a bench script's body: an error (a step's failure or timeout) is printed with the step it came
+ * from, every server and child process is stopped, and the process exits with 1.
+ */
+export async function runMain(fn) {
+  try {
+    await fn();
+  } catch (error) {
+    const cause = error?.cause?.stack ? `\n  caused by: ${error.cause.stack}` : "";
+    await abort(`${error?.stack ?? error}${cause}`, 1);
+  }
+}
+
+// Every HTTP call of the benches gets a deadline: Node's fetch has none of its own, and a Worker that
+// stops answering must fail the step, not hang it. A caller's own signal wins.
+export const HTTP_TIMEOUT_MS = 120_000;
+const plainFetch = globalThis.fetch;
+globalThis.fetch = async (input, init = {}) => {
+  const what = `${init.method ?? input?.method ?? "GET"} ${typeof input === "string" ? input : (input?.url ?? input)}`;
+  const signal = init.signal ?? AbortSignal.timeout(HTTP_TIMEOUT_MS);
+  try {
+    return await plainFetch(input, { ...init, signal });
+  } catch (error) {
+    if (error?.name === "TimeoutError") {
+      throw new StepTimeout(`${what}: no answer within ${HTTP_TIMEOUT_MS / 1000} s`, { cause: error });
+    }
+    throw new Error(`${what}: ${error?.cause?.message ?? error?.message ?? error}`, { cause: error });
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // The bench's own wrangler dev and fixture
@@ -169,16 +259,19 @@ export const BENCH_TOKEN = "bench-token-all-abilities-0001";
  * (scripts/bench-worker.ts, the counting wrapper).
  */
 export async function startBenchServer({ entry, fixture } = {}) {
-  const persistTo = await mkdtemp(join(tmpdir(), "bench-server-"));
+  const root = await mkdtemp(join(tmpdir(), "bench-server-"));
+  const removeDir = () => rm(root, { recursive: true, force: true });
+  const unregisterDir = onAbort(removeDir);
+  const persistTo = join(root, "state");
+  const project = await snapshotProject(join(root, "project"));
   // wrangler's default inspector port may be taken by another `wrangler dev` on the machine.
   const inspectorPort = await freePort();
-  const removeDir = () => rm(persistTo, { recursive: true, force: true });
-  const unregisterDir = onAbort(removeDir);
   const server = await startDevServer({
     port: await freePort(),
     persistTo,
     extraArgs: [
-      ...(entry ? [entry] : []),
+      ...(entry ? [join(project, relative(projectRoot, entry))] : []),
+      ...["--config", join(project, "wrangler.toml")],
       ...["--inspector-port", String(inspectorPort)],
       ...["--var", "API_LIMIT_PER_MINUTE:1000000000"],
       ...["--var", "PUT_LIMIT_PER_MINUTE:1000000000"],
@@ -193,7 +286,17 @@ export async function startBenchServer({ entry, fixture } = {}) {
     persistTo,
     inspectorPort,
     async stop() {
-      await server.stop();
+      // workerd busy in a long synchronous call may outlive wrangler (and then no longer be below it):
+      // its processes are noted first and killed if still there once wrangler has gone.
+      const below = descendants(server.child.pid).map((p) => p.pid);
+      await withTimeout(server.stop(), 15_000, "stopping wrangler dev").catch(() => server.child.kill("SIGKILL"));
+      for (const pid of below) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
       unregisterServer();
       await removeDir();
       unregisterDir();
@@ -201,11 +304,43 @@ export async function startBenchServer({ entry, fixture } = {}) {
   };
 }
 
+/**
+ * A copy of what `wrangler dev` builds the Worker from (src, the bench Worker, the config, migrations),
+ * with node_modules linked. wrangler dev watches its sources and config and reloads the Worker when one
+ * changes; on a tree others edit meanwhile that gave a fresh isolate (or a failed build) in the middle of
+ * a measurement. The bench measures the code as it was when its server started.
+ */
+async function snapshotProject(dir) {
+  const paths = [
+    "src",
+    "migrations",
+    "scripts/bench-worker.ts",
+    "wrangler.toml",
+    "tsconfig.json",
+    "package.json",
+    "worker-configuration.d.ts",
+    ".dev.vars",
+    ".dev.vars.example",
+  ];
+  for (const path of paths) {
+    if (!existsSync(join(projectRoot, path))) continue;
+    await cp(join(projectRoot, path), join(dir, path), { recursive: true });
+  }
+  await symlink(join(projectRoot, "node_modules"), join(dir, "node_modules"), "dir");
+  return dir;
+}
+
 /** Runs `fn(server)` with a bench server, stopping it however `fn` ends. */
 export async function withBenchServer(options, fn) {
-  const server = await startBenchServer(options);
+  const server = await step("start wrangler dev", 150_000, () => startBenchServer(options));
   try {
     return await fn(server);
+  } catch (error) {
+    const code = server.child.exitCode ?? server.child.signalCode;
+    if (code === null) throw error;
+    throw new Error(`wrangler dev exited (${code}) during the step, see its output above: ${error.message}`, {
+      cause: error,
+    });
   } finally {
     await server.stop();
   }
@@ -325,20 +460,33 @@ export function sampleRss(pids, intervalMs = 50) {
   };
 }
 
-/** Runs a command to completion; resolves with its exit code and output. */
-export function run(command, args, options = {}) {
+/**
+ * Runs a command to completion; resolves with its exit code and output. Past `timeoutMs` the command
+ * is killed and the promise rejects naming it.
+ */
+export function run(command, args, { timeoutMs = 180_000, ...options } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
     let stdout = "";
     let stderr = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new StepTimeout(`${command} ${args.slice(0, 3).join(" ")} …: killed after ${timeoutMs / 1000} s`));
+    }, timeoutMs);
     child.stdout.on("data", (chunk) => {
       stdout += chunk;
     });
     child.stderr.on("data", (chunk) => {
       stderr += chunk;
     });
-    child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -515,70 +663,199 @@ export function publishReloadDocument() {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Connects to the Worker's isolate over the DevTools protocol (wrangler's inspector proxy only accepts
- * the DevTools front end's origin). `memory()` is what the isolate holds: V8's used heap plus the backing
- * stores of ArrayBuffers, which include every WebAssembly memory and every body chunk in JavaScript.
- * Process RSS also counts workerd itself and, in `wrangler dev`, the local R2 and D1.
+ * Connects to the Worker's isolate over the DevTools protocol, through the inspector proxy `wrangler dev`
+ * runs on `server.inspectorPort` (it only accepts the DevTools front end's origin). Every call has a
+ * deadline and fails naming its method; a closed connection fails every pending call at once.
+ *
+ * Two behaviours of workerd/wrangler the calls are built around (both seen with wrangler 4.156):
+ * - `HeapProfiler.collectGarbage` collects but is never answered, so awaiting it hangs for ever (the cause
+ *   of the bench hanging at "2. conversion through the Worker"). A full collection is obtained instead
+ *   from `Runtime.queryObjects`, which collects all garbage before it walks the heap, and is answered;
+ * - the proxy reconnects to the runtime about a second after a client connects (the client sees
+ *   `Runtime.executionContextsCleared`, then a new context): a call sent into that gap can be lost, so
+ *   the connection waits until the context has been stable before it is handed out.
+ *
+ * The isolate answers only between its own tasks: while it runs one long synchronous step (a WASM
+ * decode or encode) every call waits; see sampleIsolate.
  */
-export async function connectInspector(server) {
-  const targets = await (await fetch(`http://127.0.0.1:${server.inspectorPort}/json`)).json();
+export const INSPECTOR_CALL_MS = 20_000;
+
+export async function connectInspector(server, { callTimeoutMs = INSPECTOR_CALL_MS } = {}) {
+  const where = `the Worker's inspector on port ${server.inspectorPort}`;
+  const targets = await (
+    await fetch(`http://127.0.0.1:${server.inspectorPort}/json`, { signal: AbortSignal.timeout(10_000) })
+  ).json();
+  if (!targets[0]?.webSocketDebuggerUrl) throw new Error(`${where} lists no target: ${JSON.stringify(targets)}`);
   const socket = new WebSocket(targets[0].webSocketDebuggerUrl, {
     headers: { Origin: "https://devtools.devprod.cloudflare.dev" },
   });
-  await new Promise((resolve, reject) => {
-    socket.onopen = resolve;
-    socket.onerror = () => reject(new Error("could not connect to the Worker's inspector"));
-  });
+  let closed = null;
   let nextId = 0;
   const pending = new Map();
+  let contextId;
+  let contextChangedAt = performance.now();
+  let contextsCreated = 0;
   socket.onmessage = (event) => {
     const message = JSON.parse(event.data);
-    pending.get(message.id)?.(message);
-    pending.delete(message.id);
+    if (message.id !== undefined) {
+      pending.get(message.id)?.(message);
+      pending.delete(message.id);
+    } else if (message.method === "Runtime.executionContextCreated") {
+      contextId = message.params.context.id;
+      contextChangedAt = performance.now();
+      contextsCreated += 1;
+    } else if (message.method === "Runtime.executionContextsCleared") {
+      contextId = undefined;
+      contextChangedAt = performance.now();
+    }
   };
-  const send = (method) =>
+  socket.onclose = (event) => {
+    closed = `closed (${event.code}${event.reason ? ` ${event.reason}` : ""})`;
+    for (const settle of pending.values()) settle({ error: { message: `the inspector connection ${closed}` } });
+    pending.clear();
+  };
+  await withTimeout(
     new Promise((resolve, reject) => {
-      const id = ++nextId;
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error(`could not connect to ${where}`));
+    }),
+    10_000,
+    `connecting to ${where}`,
+  );
+
+  /** One protocol call; resolves with its result, rejects with its error, or a timeout naming it. */
+  const send = (method, params, timeoutMs = callTimeoutMs) => {
+    if (closed) return Promise.reject(new Error(`${method}: the inspector connection is ${closed}`));
+    const id = ++nextId;
+    const answer = new Promise((resolve, reject) =>
       pending.set(id, (message) =>
-        message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message),
-      );
-      socket.send(JSON.stringify({ id, method }));
-    });
+        message.error ? reject(new Error(`${method}: ${message.error.message}`)) : resolve(message.result),
+      ),
+    );
+    socket.send(JSON.stringify({ id, method, ...(params ? { params } : {}) }));
+    return withTimeout(answer, timeoutMs, `inspector call ${method}`).finally(() => pending.delete(id));
+  };
+
+  // Wait for a context that has not changed for 3 s (the proxy's reconnect comes within ~1 s; wrangler
+  // dev sometimes reloads the Worker once or twice in its first seconds).
+  await withTimeout(
+    (async () => {
+      while (contextId === undefined || performance.now() - contextChangedAt < 3000) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })(),
+    20_000,
+    `waiting for the Worker's execution context on ${where}`,
+  );
+
+  // Contexts created from here on are reloads of the Worker (wrangler dev rebuilds it when a source file
+  // changes): a measurement that spans one mixes two versions of the code, or a fresh isolate.
+  const settledContexts = contextsCreated;
+  let groups = 0;
+  /** `fn` run on every object whose prototype chain has `prototypeExpression`, after a full GC. */
+  async function queryObjects(prototypeExpression, fn) {
+    if (contextId === undefined) throw new Error("the Worker has no execution context (it is being reloaded)");
+    const objectGroup = `bench-${++groups}`;
+    try {
+      const prototype = await send("Runtime.evaluate", { expression: prototypeExpression, contextId, objectGroup });
+      if (prototype.exceptionDetails) throw new Error(`${prototypeExpression}: ${prototype.exceptionDetails.text}`);
+      const found = await send("Runtime.queryObjects", { prototypeObjectId: prototype.result.objectId, objectGroup });
+      const value = await send("Runtime.callFunctionOn", {
+        objectId: found.objects.objectId,
+        functionDeclaration: fn,
+        returnByValue: true,
+        objectGroup,
+      });
+      if (value.exceptionDetails)
+        throw new Error(`queryObjects(${prototypeExpression}): ${value.exceptionDetails.text}`);
+      return value.result.value;
+    } finally {
+      await send("Runtime.releaseObjectGroup", { objectGroup }).catch(() => {});
+    }
+  }
+
   return {
-    async memory() {
-      const { result } = await send("Runtime.getHeapUsage");
-      return result.usedSize + (result.backingStorageSize ?? 0);
+    send,
+    /** Runtime.getHeapUsage: V8's usedSize and totalSize, and backingStorageSize (ArrayBuffers, not WASM memories). */
+    heapUsage: (timeoutMs) => send("Runtime.getHeapUsage", undefined, timeoutMs),
+    /** V8's used heap plus ArrayBuffer backing stores (WebAssembly memories are not in it: see wasmMemories). */
+    async memory(timeoutMs) {
+      const usage = await send("Runtime.getHeapUsage", undefined, timeoutMs);
+      return usage.usedSize + (usage.backingStorageSize ?? 0);
     },
-    /** A full garbage collection, so what is measured next starts from live memory only. */
+    /**
+     * The byte length of every WebAssembly memory alive in the isolate, largest first (Runtime.queryObjects
+     * on WebAssembly.Memory.prototype). WebAssembly memory never shrinks, so this is each one's high-water
+     * mark. Collects all garbage first (queryObjects does).
+     */
+    wasmMemories: () =>
+      queryObjects(
+        "WebAssembly.Memory.prototype",
+        "function () { return this.map((memory) => memory.buffer.byteLength).sort((a, b) => b - a); }",
+      ),
+    /** A full garbage collection that is answered (see the top): a queryObjects of the WASM memories. */
     async collectGarbage() {
-      await send("HeapProfiler.collectGarbage");
+      await this.wasmMemories();
     },
+    /** How many times the Worker was reloaded since the connection settled. */
+    reloads: () => contextsCreated - settledContexts,
     close: () => socket.close(),
   };
 }
 
 /**
- * Asks the isolate for its memory every `intervalMs` (one request at a time: the isolate answers between
- * its own tasks, so a long synchronous step is seen when it yields); stop() returns baseline and peak.
+ * Asks the isolate for Runtime.getHeapUsage every `intervalMs`, one request at a time, recording how long
+ * each answer took: the isolate answers only between its tasks, so the longest wait is the longest
+ * stretch it ran without yielding, during which nothing could be sampled (`longestWaitMs`). stop() returns
+ * baseline, peak and last of used heap + ArrayBuffers, and the peak of each.
  */
-export function sampleIsolate(inspector, intervalMs = 50) {
+export function sampleIsolate(inspector, intervalMs = 50, { callTimeoutMs = 120_000 } = {}) {
   let running = true;
-  const record = { baseline: null, peak: 0, samples: 0 };
+  let failure = null;
+  const record = {
+    baseline: null,
+    peak: 0,
+    peakUsed: 0,
+    peakBuffers: 0,
+    peakTotal: 0,
+    samples: 0,
+    longestWaitMs: 0,
+  };
+  const take = async () => {
+    const asked = performance.now();
+    const usage = await inspector.heapUsage(callTimeoutMs);
+    const waited = performance.now() - asked;
+    const bytes = usage.usedSize + (usage.backingStorageSize ?? 0);
+    record.baseline ??= bytes;
+    record.peak = Math.max(record.peak, bytes);
+    record.peakUsed = Math.max(record.peakUsed, usage.usedSize);
+    record.peakBuffers = Math.max(record.peakBuffers, usage.backingStorageSize ?? 0);
+    record.peakTotal = Math.max(record.peakTotal, usage.totalSize);
+    record.longestWaitMs = Math.max(record.longestWaitMs, waited);
+    record.samples += 1;
+    return bytes;
+  };
   const loop = (async () => {
-    while (running) {
-      const bytes = await inspector.memory();
-      record.baseline ??= bytes;
-      record.peak = Math.max(record.peak, bytes);
-      record.samples += 1;
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    try {
+      while (running) {
+        await take();
+        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+      }
+    } catch (error) {
+      failure = error;
     }
   })();
   return {
+    /** What was seen so far, without waiting for the sample in flight (the isolate may never answer). */
+    abandon() {
+      running = false;
+      return { ...record, last: null, growth: record.peak - record.baseline, abandoned: true };
+    },
     async stop() {
       running = false;
       await loop;
-      const last = await inspector.memory();
-      record.peak = Math.max(record.peak, last);
+      if (failure) throw new Error(`sampling the isolate's memory: ${failure.message}`, { cause: failure });
+      const last = await take();
       return { ...record, last, growth: record.peak - record.baseline };
     },
   };

@@ -26,8 +26,10 @@ import {
   num,
   projectRoot,
   publishReloadDocument,
+  runMain,
   spread,
   stats,
+  step,
   table,
   withBenchServer,
   writeBlock,
@@ -147,11 +149,17 @@ export function publishSection(result, count, inserts, facts) {
 export const publishHeading = "## 5. Publish";
 
 if (isMain(import.meta.url)) {
-  installWatchdog(5 * 60_000);
-  const facts = await machineFacts();
-  const result = await withBenchServer({ fixture: benchFixture() }, measurePublish);
-  const count = await withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countPublish);
-  const inserts = await expectedInserts();
-  await writeBlock("bench-publish", publishHeading, publishSection(result, count, inserts, facts));
-  log("wrote docs/benchmarks.md (publish)");
+  installWatchdog(8 * 60_000);
+  await runMain(async () => {
+    const facts = await machineFacts();
+    const result = await step("5. publish", 3 * 60_000, () =>
+      withBenchServer({ fixture: benchFixture() }, measurePublish),
+    );
+    const count = await step("5. statement counts", 3 * 60_000, () =>
+      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countPublish),
+    );
+    const inserts = await expectedInserts();
+    await writeBlock("bench-publish", publishHeading, publishSection(result, count, inserts, facts));
+    log("wrote docs/benchmarks.md (publish)");
+  });
 }

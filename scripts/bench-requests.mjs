@@ -24,8 +24,10 @@ import {
   machineLine,
   num,
   percentile,
+  runMain,
   spread,
   stats,
+  step,
   table,
   times,
   withBenchServer,
@@ -177,10 +179,16 @@ export function requestsSection(results, counts, facts) {
 export const requestsHeading = "## 1. Request overhead";
 
 if (isMain(import.meta.url)) {
-  installWatchdog(5 * 60_000);
-  const facts = await machineFacts();
-  const results = await withBenchServer({ fixture: benchFixture() }, measureRequests);
-  const counts = await withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countRequests);
-  await writeBlock("bench-requests", requestsHeading, requestsSection(results, counts, facts));
-  log("wrote docs/benchmarks.md (request overhead)");
+  installWatchdog(8 * 60_000);
+  await runMain(async () => {
+    const facts = await machineFacts();
+    const results = await step("1. request overhead", 4 * 60_000, () =>
+      withBenchServer({ fixture: benchFixture() }, measureRequests),
+    );
+    const counts = await step("1. statement counts", 3 * 60_000, () =>
+      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countRequests),
+    );
+    await writeBlock("bench-requests", requestsHeading, requestsSection(results, counts, facts));
+    log("wrote docs/benchmarks.md (request overhead)");
+  });
 }

@@ -29,7 +29,9 @@ import {
   onAbort,
   percentile,
   projectRoot,
+  runMain,
   seededRandom,
+  step,
   writeBlock,
 } from "./bench-lib.mjs";
 import { applyLocalMigrations, freePort, loadFixture, startDevServer, wrangler } from "./dev-server.mjs";
@@ -640,10 +642,14 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
 
 if (isMain(import.meta.url)) {
   installWatchdog(9 * 60_000);
-  const args = new Set(process.argv.slice(2));
-  const result = await benchSubscriptions({ plansOnly: args.has("--plans-only"), keep: args.has("--keep") });
-  if (result) {
-    await writeBlock("bench-subscriptions", subscriptionsHeading, subscriptionsSection(result, await machineFacts()));
-    log("wrote docs/benchmarks.md (subscriptions at scale)");
-  }
+  await runMain(async () => {
+    const args = new Set(process.argv.slice(2));
+    const result = await step("4. subscriptions at scale", 8 * 60_000, () =>
+      benchSubscriptions({ plansOnly: args.has("--plans-only"), keep: args.has("--keep") }),
+    );
+    if (result) {
+      await writeBlock("bench-subscriptions", subscriptionsHeading, subscriptionsSection(result, await machineFacts()));
+      log("wrote docs/benchmarks.md (subscriptions at scale)");
+    }
+  });
 }

@@ -34,11 +34,13 @@ import {
   onAbort,
   requireDebianTool,
   run,
+  runMain,
   sampleIsolate,
   sampleRss,
   seededRandom,
   spread,
   stats,
+  step,
   table,
   times,
   withBenchServer,
@@ -279,10 +281,16 @@ export function uploadSection(result, steps, facts) {
 export const uploadHeading = "## 3. Upload streaming";
 
 if (isMain(import.meta.url)) {
-  installWatchdog(5 * 60_000);
-  const facts = await machineFacts();
-  const result = await withBenchServer({ fixture: benchFixture() }, measureUpload);
-  const steps = await withBenchServer({ entry: countingEntry, fixture: benchFixture() }, decomposeUpload);
-  await writeBlock("bench-upload", uploadHeading, uploadSection(result, steps, facts));
-  log("wrote docs/benchmarks.md (upload streaming)");
+  installWatchdog(8 * 60_000);
+  await runMain(async () => {
+    const facts = await machineFacts();
+    const result = await step("3. upload streaming", 4 * 60_000, () =>
+      withBenchServer({ fixture: benchFixture() }, measureUpload),
+    );
+    const steps = await step("3. the upload's steps", 4 * 60_000, () =>
+      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, decomposeUpload),
+    );
+    await writeBlock("bench-upload", uploadHeading, uploadSection(result, steps, facts));
+    log("wrote docs/benchmarks.md (upload streaming)");
+  });
 }

@@ -48,21 +48,30 @@ class CountingStatement {
   }
 }
 
-function countingD1(inner: D1Database, trips: Trips): D1Database {
-  const counting = {
+/** prepare() and batch() of a database or of a session (Sessions API), counting round trips. */
+function countingQueries(inner: Pick<D1Database, "prepare" | "batch">, trips: Trips) {
+  return {
     prepare: (query: string) => new CountingStatement(inner.prepare(query), trips),
     batch(statements: CountingStatement[]) {
       // One round trip, however many statements: D1 runs a batch as one transaction.
       trips.push(statements.length);
       return inner.batch(statements.map((statement) => statement.inner));
     },
+  };
+}
+
+function countingD1(inner: D1Database, trips: Trips): D1Database {
+  const counting = {
+    ...countingQueries(inner, trips),
     exec(query: string) {
       trips.push(query.split(";").filter((part) => part.trim()).length);
       return inner.exec(query);
     },
     dump: () => inner.dump(),
-    withSession: () => {
-      throw new Error("the bench D1 counter does not support sessions");
+    // The app opens a D1 session per request (src/db/session.ts): its statements are counted the same way.
+    withSession(constraintOrBookmark?: string) {
+      const session = inner.withSession(constraintOrBookmark);
+      return { ...countingQueries(session, trips), getBookmark: () => session.getBookmark() };
     },
   };
   return counting as unknown as D1Database;
