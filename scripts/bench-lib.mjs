@@ -256,9 +256,9 @@ export const BENCH_TOKEN = "bench-token-all-abilities-0001";
  * Starts `wrangler dev` (loopback only) on a throwaway persist directory with the bench fixture loaded.
  * The general, PUT and complete limits are lifted: the load generator sends far more than a client may,
  * and the limiter's refusals would otherwise be what gets measured. `entry` swaps the Worker entry
- * (scripts/bench-worker.ts, the counting wrapper).
+ * (scripts/bench-worker.ts, the counting wrapper); `vars` adds `--var NAME:VALUE`s (e.g. BENCH_DELAY_MS).
  */
-export async function startBenchServer({ entry, fixture } = {}) {
+export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
   const root = await mkdtemp(join(tmpdir(), "bench-server-"));
   const removeDir = () => rm(root, { recursive: true, force: true });
   const unregisterDir = onAbort(removeDir);
@@ -276,6 +276,7 @@ export async function startBenchServer({ entry, fixture } = {}) {
       ...["--var", "API_LIMIT_PER_MINUTE:1000000000"],
       ...["--var", "PUT_LIMIT_PER_MINUTE:1000000000"],
       ...["--var", "COMPLETE_LIMIT_PER_MINUTE:1000000000"],
+      ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ],
     stdio: ["ignore", "ignore", "inherit"],
   });

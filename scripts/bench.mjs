@@ -6,6 +6,8 @@
 //   3. upload streaming: a 95 MB PUT through the Worker beside a plain server (bench-upload.mjs)
 //   4. subscriptions at scale: the endpoint beside raw SQLite (bench-subscriptions.mjs)
 //   5. publish: a large product's publish, its latency and D1 statements (bench-publish.mjs)
+//   6. latency from far away: round trips per route cold and warm, and reads with every D1 and Durable
+//      Object call delayed by 50 ms (bench-latency.mjs; docs/latency.md)
 //
 // Every part can also run alone (`npm run bench:requests`, `bench:convert`, `bench:upload`,
 // `bench:subscriptions`, `bench:publish`), rewriting only its own block. Here one `wrangler dev` serves
@@ -25,6 +27,7 @@ import {
   measureConversion,
   SHARP_RATIO_LIMIT,
 } from "./bench-convert.mjs";
+import { benchLatency } from "./bench-latency.mjs";
 import {
   benchFixture,
   countingEntry,
@@ -71,6 +74,7 @@ let requestCounts;
 let publishCount;
 let streamSteps;
 let inserts;
+let latency;
 await runMain(async () => {
   facts = await machineFacts();
   log(`machine: ${machineLine(facts)}`);
@@ -103,6 +107,7 @@ await runMain(async () => {
     })),
   ));
   inserts = await step("5. expected inserts", MINUTE, () => expectedInserts());
+  latency = await step("6. latency from far away", 6 * MINUTE, () => benchLatency());
 
   const duration = elapsedSeconds();
   await writeBlock("bench-summary", "## Summary", summary(duration));
@@ -111,6 +116,7 @@ await runMain(async () => {
   await writeBlock("bench-upload", uploadHeading, uploadSection(upload, streamSteps, facts));
   await writeBlock("bench-subscriptions", subscriptionsHeading, subscriptionsSection(subscriptions, facts));
   await writeBlock("bench-publish", publishHeading, publishSection(publish, publishCount, inserts, facts));
+  await writeBlock("latency", "## 6. Latency from far away (round trips, injected delay)", latency.report);
   console.log(`\n${summary(duration)}\n`);
   log("wrote docs/benchmarks.md");
 });
