@@ -22,13 +22,17 @@ typedef struct {
   u8 values[256];
 } huffman_t;
 
-/* Scan descriptor written by progressive.ts (int32 words). */
+/* Scan descriptor written by progressive.ts (int32 words): 16 for the scan, then C_WORDS per scan component.
+ * Each component has its own store (coefficients, non-zero bits, slot table, N_c² slots a block: 4:4:4 chroma
+ * keeps fewer coefficients than luma), and block indices are local to it. */
 enum {
-  D_KIND, D_SS, D_SE, D_AL, D_START, D_END, D_RESTART, D_COUNT, D_MCUS_PER_LINE, D_MCUS_PER_COLUMN,
-  D_COEFFICIENTS, D_NONZERO, D_SLOT_OF, D_SLOTS, D_DATA, D_PADDING_UNUSED,
-  D_COMPONENTS /* then 8 words per scan component */
+  D_KIND, D_SS, D_SE, D_AL, D_START, D_END, D_RESTART, D_COUNT, D_MCUS_PER_LINE, D_MCUS_PER_COLUMN, D_DATA,
+  D_COMPONENTS = 16
 };
-enum { C_H, C_V, C_PER_LINE, C_FIRST, C_BLOCKS_PER_LINE, C_BLOCKS_PER_COLUMN, C_DC, C_AC };
+enum {
+  C_H, C_V, C_PER_LINE, C_BLOCKS_PER_LINE, C_BLOCKS_PER_COLUMN, C_DC, C_AC, C_COEFFICIENTS, C_NONZERO, C_SLOT_OF,
+  C_SLOTS, C_HISTORY_WORDS, C_WORDS = 12
+};
 
 typedef struct {
   const u8 *bytes;
@@ -100,11 +104,18 @@ INLINE i32 decode(reader_t *r, const huffman_t *t) {
 
 INLINE i32 extend(i32 value, i32 size) { return value < (1 << (size - 1)) ? value - (1 << size) + 1 : value; }
 
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+/* One component's store. A stored coefficient's non-zero history is its value being non-zero; the history of
+ * the others is one bit each in `words` 16-bit words a block: slot_of[k] is k's slot when stored, else -1 - b
+ * for its bit b. slot_of[64..64+slots) lists the stored zigzag indices in ascending order. */
 typedef struct {
   i16 *coefficients;
-  u32 *nonzero;
+  u16 *nonzero;
   const i32 *slot_of;
   i32 slots;
+  i32 words;
 } store_t;
 
 INLINE void ac_first(reader_t *r, const store_t *s, i32 block, const huffman_t *t, i32 ss, i32 se, i32 al) {
@@ -113,7 +124,7 @@ INLINE void ac_first(reader_t *r, const store_t *s, i32 block, const huffman_t *
     return;
   }
   i32 base = block * s->slots;
-  i32 bit_base = block * 2;
+  u16 *words = s->nonzero + block * s->words;
   for (i32 k = ss; k <= se;) {
     i32 rs = decode(r, t);
     i32 size = rs & 15;
@@ -131,10 +142,14 @@ INLINE void ac_first(reader_t *r, const store_t *s, i32 block, const huffman_t *
       r->failed = 4;
       return;
     }
-    s->nonzero[bit_base + (k >> 5)] |= 1u << (k & 31);
     i32 value = get_bits(r, size);
     i32 slot = s->slot_of[k];
-    if (slot >= 0) s->coefficients[base + slot] = (i16)(extend(value, size) * (1 << al));
+    if (slot >= 0) {
+      s->coefficients[base + slot] = (i16)(extend(value, size) * (1 << al));
+    } else {
+      i32 b = -1 - slot;
+      words[b >> 4] |= (u16)(1u << (b & 15));
+    }
     k += 1;
   }
 }
@@ -151,13 +166,24 @@ INLINE void refine(const store_t *s, i32 base, i32 k, i32 p1, i32 bit) {
   }
 }
 
-/* The non-zero history of a block's 64 coefficients is kept in a local 64-bit word while the block is refined,
- * so the end-of-band path visits only the coefficients already non-zero (count trailing zeros) instead of all. */
+/* The non-zero history of a block's 64 coefficients (built from the stored values and the bits of the others)
+ * is kept in a local 64-bit word while the block is refined, so the end-of-band path visits only the
+ * coefficients already non-zero (count trailing zeros) instead of all. */
 INLINE void ac_refine(reader_t *r, const store_t *s, i32 block, const huffman_t *t, i32 ss, i32 se, i32 al) {
   i32 base = block * s->slots;
-  u32 *words = s->nonzero + block * 2;
-  unsigned long long history = ((unsigned long long)words[1] << 32) | words[0];
-  const unsigned long long before = history;
+  u16 *words = s->nonzero + block * s->words;
+  u64 compact = 0;
+  for (i32 i = 0; i < s->words; i += 1) compact |= (u64)words[i] << (16 * i);
+  const u64 before = compact;
+  /* The history by zigzag index: the unstored bits spread out by inserting, at each stored index (ascending),
+   * whether that coefficient is non-zero. */
+  u64 history = compact;
+  for (i32 i = 0; i < s->slots; i += 1) {
+    i32 p = s->slot_of[64 + i];
+    u64 low = history & ((1ull << p) - 1u);
+    u64 high = p == 63 ? 0 : (history >> p) << (p + 1);
+    history = low | high | ((u64)(s->coefficients[base + s->slot_of[p]] != 0) << p);
+  }
   i32 p1 = 1 << al;
   i32 k = ss;
   if (r->eobrun == 0) {
@@ -194,6 +220,7 @@ INLINE void ac_refine(reader_t *r, const store_t *s, i32 block, const huffman_t 
         history |= 1ull << k;
         i32 slot = s->slot_of[k];
         if (slot >= 0) s->coefficients[base + slot] = (i16)value;
+        else compact |= 1ull << (-1 - slot);
       }
     }
   }
@@ -209,9 +236,8 @@ INLINE void ac_refine(reader_t *r, const store_t *s, i32 block, const huffman_t 
     }
     r->eobrun -= 1;
   }
-  if (history != before) {
-    words[0] = (u32)history;
-    words[1] = (u32)(history >> 32);
+  if (compact != before) {
+    for (i32 i = 0; i < s->words; i += 1) words[i] = (u16)(compact >> (16 * i));
   }
 }
 
@@ -240,22 +266,23 @@ __attribute__((export_name("decode_scan"))) i32 decode_scan(const i32 *d) {
   r.padding = 0;
   r.eobrun = 0;
   r.failed = 0;
+  const i32 *c0 = d + D_COMPONENTS;
   store_t s;
-  s.coefficients = (i16 *)d[D_COEFFICIENTS];
-  s.nonzero = (u32 *)d[D_NONZERO];
-  s.slot_of = (const i32 *)d[D_SLOT_OF];
-  s.slots = d[D_SLOTS];
+  s.coefficients = (i16 *)c0[C_COEFFICIENTS];
+  s.nonzero = (u16 *)c0[C_NONZERO];
+  s.slot_of = (const i32 *)c0[C_SLOT_OF];
+  s.slots = c0[C_SLOTS];
+  s.words = c0[C_HISTORY_WORDS];
   const i32 kind = d[D_KIND], ss = d[D_SS], se = d[D_SE], al = d[D_AL];
   const i32 interval = d[D_RESTART];
   const i32 count = d[D_COUNT];
   i32 until_restart = interval;
   /* Four scalars, not an array: an array would live on a shadow stack in memory the module does not own. */
   i32 pred0 = 0, pred1 = 0, pred2 = 0, pred3 = 0;
-  const i32 *c0 = d + D_COMPONENTS;
   if (count == 1) {
     const huffman_t *t = (const huffman_t *)(kind >= 2 ? c0[C_AC] : c0[C_DC]);
     for (i32 by = 0; by < c0[C_BLOCKS_PER_COLUMN]; by += 1) {
-      i32 row_start = c0[C_FIRST] + by * c0[C_PER_LINE];
+      i32 row_start = by * c0[C_PER_LINE];
       for (i32 bx = 0; bx < c0[C_BLOCKS_PER_LINE]; bx += 1) {
         if (interval) {
           if (until_restart == 0) {
@@ -295,10 +322,12 @@ __attribute__((export_name("decode_scan"))) i32 decode_scan(const i32 *d) {
         until_restart -= 1;
       }
       for (i32 slot = 0; slot < count; slot += 1) {
-        const i32 *c = c0 + slot * 8;
+        const i32 *c = c0 + slot * C_WORDS;
         const huffman_t *t = (const huffman_t *)c[C_DC];
+        i16 *coefficients = (i16 *)c[C_COEFFICIENTS];
+        const i32 slots = c[C_SLOTS];
         for (i32 v = 0; v < c[C_V]; v += 1) {
-          i32 row_start = c[C_FIRST] + (my * c[C_V] + v) * c[C_PER_LINE] + mx * c[C_H];
+          i32 row_start = (my * c[C_V] + v) * c[C_PER_LINE] + mx * c[C_H];
           for (i32 h = 0; h < c[C_H]; h += 1) {
             i32 block = row_start + h;
             if (kind == 0) {
@@ -309,9 +338,9 @@ __attribute__((export_name("decode_scan"))) i32 decode_scan(const i32 *d) {
               else if (slot == 1) value = pred1 += diff;
               else if (slot == 2) value = pred2 += diff;
               else value = pred3 += diff;
-              s.coefficients[block * s.slots] = (i16)(value * (1 << al));
+              coefficients[block * slots] = (i16)(value * (1 << al));
             } else if (get_bit(&r)) {
-              s.coefficients[block * s.slots] |= (i16)(1 << al);
+              coefficients[block * slots] |= (i16)(1 << al);
             }
           }
         }

@@ -7,10 +7,11 @@ import progressiveWasm from "./progressive.wasm";
  * A progressive JPEG decoder that never holds all coefficients. libjpeg keeps every coefficient of a
  * progressive image (64 × 2 bytes per 8×8 block, ~3 bytes per pixel for 4:2:0), which for a 24 MP photo
  * alone exceeds what a Worker can spare. This decoder decodes at N/8 scale and stores only the N×N
- * low-frequency coefficients of each block (all an N-point IDCT uses), plus one bit per coefficient saying
- * whether it is non-zero, which the successive-approximation refinement scans need to parse the rest.
- * Storage is blocks × (2·N² + 8) bytes plus a small scratch (tables, one MCU row of samples, one RGBA row), in
- * memory the caller provides.
+ * low-frequency coefficients of each block (all an N-point IDCT uses), plus one bit per coefficient not stored
+ * saying whether it is non-zero (a stored one's value says it), which the successive-approximation refinement
+ * scans need to parse the rest. The chroma of 4:4:4 files is kept at ceil(N/2) (`componentScale`). Storage is
+ * blocks × 2·(N_c² + ceil((64 - N_c²)/16)) bytes plus a small scratch (tables, one MCU row of samples, one
+ * RGBA row), in memory the caller provides.
  */
 
 const zigzag = Int32Array.from([
@@ -36,10 +37,27 @@ export type ProgressivePlan = {
   width: number;
   height: number;
   components: JpegComponent[];
-  /** Decode scale numerator: the output is ceil(width·N/8) × ceil(height·N/8). */
+  /**
+   * Decode scale numerator: the output is ceil(width·N/8) × ceil(height·N/8). Chroma sampled as densely as
+   * the densest component (4:4:4) is decoded at ceil(N/2) instead (see `geometry`).
+   */
   n: number;
   adobeTransform: number | null;
 };
+
+/**
+ * Per-component precision: the chroma of a YCbCr (or YCCK) file sampled as densely as the densest component
+ * (4:4:4) is decoded at ceil(N/2) — (N/2)² coefficients a block — and treated as subsampled by about 2 when
+ * converting colour, which is the chroma resolution a 4:2:0 file gives (and what libjpeg's fancy upsampling
+ * of 4:2:0 reconstructs). It halves the chroma's coefficient store: a 24 MP 4:4:4 photo at N = 4 needs
+ * ~27 MB instead of ~45 MB. Luma, K, RGB and already subsampled chroma keep N.
+ */
+function componentScale(plan: ProgressivePlan, index: number, hMax: number, vMax: number): number {
+  const kind = colourModel(plan);
+  const c = plan.components[index] as JpegComponent;
+  const chroma = (kind === "ycc" || kind === "ycck") && (index === 1 || index === 2);
+  return chroma && c.h === hMax && c.v === vMax ? Math.ceil(plan.n / 2) : plan.n;
+}
 
 function geometry(plan: ProgressivePlan) {
   const hMax = Math.max(...plan.components.map((c) => c.h));
@@ -47,12 +65,16 @@ function geometry(plan: ProgressivePlan) {
   const single = plan.components.length === 1;
   const mcusPerLine = Math.ceil(plan.width / (8 * (single ? 1 : hMax)));
   const mcusPerColumn = Math.ceil(plan.height / (8 * (single ? 1 : vMax)));
-  const components = plan.components.map((c) => {
+  const components = plan.components.map((c, index) => {
     const h = single ? 1 : c.h;
     const v = single ? 1 : c.v;
+    const n = componentScale(plan, index, hMax, vMax);
     return {
       h,
       v,
+      /** This component's decode scale numerator (N, or ceil(N/2) for 4:4:4 chroma) and its N_c² slots. */
+      n,
+      slots: n * n,
       tq: c.tq,
       id: c.id,
       blocksPerLine: Math.ceil(Math.ceil((plan.width * h) / (single ? 1 : hMax)) / 8),
@@ -65,17 +87,30 @@ function geometry(plan: ProgressivePlan) {
 }
 
 /**
- * Bytes of storage the decoder asks for: blocks × (2·N² + 8) of coefficients and non-zero bits, plus the
- * scratch of the WebAssembly path (tables, one MCU row of samples, one RGBA row: ~14 kB + ~N²·2·width·vMax/8).
+ * Bytes of the coefficient store: each component's blocks × (2·N_c² + 2·ceil((64 - N_c²)/16)), coefficients and
+ * the non-zero history of the coefficients not stored.
+ */
+function storeBytes(g: ReturnType<typeof geometry>): number {
+  return g.components.reduce(
+    (sum, c) => sum + c.paddedPerLine * c.paddedPerColumn * 2 * (c.slots + historyWords(c.n)),
+    0,
+  );
+}
+
+/**
+ * Bytes of storage the decoder asks for: each component's blocks × 2·(N_c² + ceil((64 - N_c²)/16)) of
+ * coefficients and non-zero history (N_c = ceil(N/2) for 4:4:4 chroma, else N), plus the scratch of the WebAssembly path (tables, one MCU
+ * row of samples, one RGBA row: ~16 kB + ~N²·2·width·vMax/8).
  */
 export function progressiveStorageBytes(plan: ProgressivePlan): number {
   const g = geometry(plan);
-  const blocks = g.components.reduce((sum, c) => sum + c.paddedPerLine * c.paddedPerColumn, 0);
-  return blocks * (2 * plan.n * plan.n + 8) + 16 + scratchLayout(plan, g).size;
+  return storeBytes(g) + 16 + scratchLayout(plan, g).size;
 }
 
 const huffmanBytes = 512 * 4 + 18 * 4 + 18 * 4 + 256;
-const descriptorWords = 16 + 4 * 8;
+/** Scan descriptor: 16 words for the scan, then `componentWords` per scan component (progressive.c's D_ and C_). */
+const componentWords = 12;
+const descriptorWords = 16 + 4 * componentWords;
 
 /** Offsets (from a 16-byte aligned start) of the WebAssembly path's scratch buffers. */
 function scratchLayout(plan: ProgressivePlan, g: ReturnType<typeof geometry>) {
@@ -89,14 +124,14 @@ function scratchLayout(plan: ProgressivePlan, g: ReturnType<typeof geometry>) {
     return at;
   };
   const descriptor = take(descriptorWords * 4);
-  const slotOf = take(64 * 4);
+  const slotOf = g.components.map(() => take(128 * 4));
   const tables = take(5 * huffmanBytes);
-  const matrix = take(64 * 8);
+  const matrix = g.components.map(() => take(64 * 8));
   const quant = g.components.map(() => take(64 * 8));
   const work = take(128 * 8);
   const rowEnds = take(8 * 4);
   const columnMaps = g.components.map(() => take(outWidth * 4));
-  const planes = g.components.map((c) => take(c.paddedPerLine * n * c.v * n));
+  const planes = g.components.map((c) => take(c.paddedPerLine * c.n * c.v * c.n));
   const rgba = take(outWidth * 4);
   return { size, descriptor, slotOf, tables, matrix, quant, work, rowEnds, columnMaps, planes, rgba, outWidth, count };
 }
@@ -345,11 +380,21 @@ function extend(value: number, size: number): number {
 /** Where one scan's decoding writes: the store, its geometry and the scan's parameters. */
 type Store = {
   coefficients: Int16Array;
-  nonzero: Uint32Array;
-  /** Slot of zigzag index k in a block's N×N store, or -1 when the N-point IDCT does not use it. */
+  /**
+   * Non-zero history of the coefficients not stored, `words` 16-bit words a block (a stored coefficient's
+   * history is its value being non-zero): bit b of a block's words for the b-th unstored zigzag index.
+   */
+  nonzero: Uint16Array;
+  /** Slot of zigzag index k in a block's N×N store, or -1 - b when it is not stored (b: its history bit). */
   slotOf: Int32Array;
   slots: number;
+  words: number;
 };
+
+/** 16-bit history words a block at N: one bit per coefficient not stored (64 - N²). */
+function historyWords(n: number): number {
+  return Math.ceil((64 - n * n) / 16);
+}
 
 /** DC first scan: difference-coded DC, shifted left by Al. */
 function dcFirst(
@@ -376,7 +421,7 @@ function acFirst(r: BitReader, store: Store, block: number, table: Huffman, ss: 
   }
   const { coefficients, nonzero, slotOf } = store;
   const base = block * store.slots;
-  const bitBase = block * 2;
+  const bitBase = block * store.words;
   for (let k = ss; k <= se; ) {
     const rs = r.decode(table);
     const s = rs & 15;
@@ -391,19 +436,33 @@ function acFirst(r: BitReader, store: Store, block: number, table: Huffman, ss: 
     }
     k += run;
     if (k > 63) throw damaged();
-    nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
     const value = r.bits(s);
     const slot = slotOf[k] as number;
-    if (slot >= 0) coefficients[base + slot] = extend(value, s) * (1 << al);
+    if (slot >= 0) {
+      coefficients[base + slot] = extend(value, s) * (1 << al);
+    } else {
+      const b = -1 - slot;
+      nonzero[bitBase + (b >> 4)] = (nonzero[bitBase + (b >> 4)] as number) | (1 << (b & 15));
+    }
     k += 1;
   }
 }
 
-/** AC successive-approximation refinement (libjpeg's decode_mcu_AC_refine, with history from the bitmap). */
+/**
+ * Whether coefficient k of a block has non-zero history: its stored value is non-zero, or (not stored) its bit.
+ */
+function hasHistory(store: Store, base: number, bitBase: number, k: number): boolean {
+  const slot = store.slotOf[k] as number;
+  if (slot >= 0) return store.coefficients[base + slot] !== 0;
+  const b = -1 - slot;
+  return (((store.nonzero[bitBase + (b >> 4)] as number) >>> (b & 15)) & 1) === 1;
+}
+
+/** AC successive-approximation refinement (libjpeg's decode_mcu_AC_refine, with history as `hasHistory`). */
 function acRefine(r: BitReader, store: Store, block: number, table: Huffman, ss: number, se: number, al: number): void {
   const { coefficients, nonzero, slotOf } = store;
   const base = block * store.slots;
-  const bitBase = block * 2;
+  const bitBase = block * store.words;
   const p1 = 1 << al;
   let k = ss;
   if (r.eobrun === 0) {
@@ -420,7 +479,7 @@ function acRefine(r: BitReader, store: Store, block: number, table: Huffman, ss:
         break;
       }
       while (k <= se) {
-        if (((nonzero[bitBase + (k >> 5)] as number) >>> (k & 31)) & 1) {
+        if (hasHistory(store, base, bitBase, k)) {
           if (r.bit()) {
             const slot = slotOf[k] as number;
             if (slot >= 0) {
@@ -435,15 +494,19 @@ function acRefine(r: BitReader, store: Store, block: number, table: Huffman, ss:
         k += 1;
       }
       if (value !== 0 && k <= se) {
-        nonzero[bitBase + (k >> 5)] = (nonzero[bitBase + (k >> 5)] as number) | (1 << (k & 31));
         const slot = slotOf[k] as number;
-        if (slot >= 0) coefficients[base + slot] = value;
+        if (slot >= 0) {
+          coefficients[base + slot] = value;
+        } else {
+          const b = -1 - slot;
+          nonzero[bitBase + (b >> 4)] = (nonzero[bitBase + (b >> 4)] as number) | (1 << (b & 15));
+        }
       }
     }
   }
   if (r.eobrun > 0) {
     for (; k <= se; k += 1) {
-      if (((nonzero[bitBase + (k >> 5)] as number) >>> (k & 31)) & 1 && r.bit()) {
+      if (hasHistory(store, base, bitBase, k) && r.bit()) {
         const slot = slotOf[k] as number;
         if (slot >= 0) {
           const old = coefficients[base + slot] as number;
@@ -482,28 +545,48 @@ export function decodeProgressive(
   row: (rgba: Uint8Array) => void,
   memory?: WebAssembly.Memory,
 ): void {
-  const { n } = plan;
   const g = geometry(plan);
-  const slots = n * n;
-  const slotOf = new Int32Array(64);
-  for (let k = 0; k < 64; k += 1) {
-    const natural = zigzag[k] as number;
-    slotOf[k] = natural >> 3 < n && (natural & 7) < n ? (natural >> 3) * n + (natural & 7) : -1;
-  }
   const blockCounts = g.components.map((c) => c.paddedPerLine * c.paddedPerColumn);
-  const totalBlocks = blockCounts.reduce((a, b) => a + b, 0);
-  if (storage.byteLength < totalBlocks * (2 * slots + 8) || storage.byteOffset % 4 !== 0) {
+  const totalWords = g.components.reduce((sum, c, ci) => sum + (blockCounts[ci] as number) * historyWords(c.n), 0);
+  const totalCoefficients = g.components.reduce((sum, c, ci) => sum + (blockCounts[ci] as number) * c.slots, 0);
+  if (storage.byteLength < storeBytes(g) || storage.byteOffset % 4 !== 0) {
     throw new RangeError("progressive storage too small or unaligned");
   }
-  const nonzero = new Uint32Array(storage.buffer, storage.byteOffset, totalBlocks * 2);
-  const coefficients = new Int16Array(storage.buffer, storage.byteOffset + totalBlocks * 8, totalBlocks * slots);
+  // All non-zero history words, then each component's coefficients (N_c² a block) in turn.
+  const nonzero = new Uint16Array(storage.buffer, storage.byteOffset, totalWords);
+  const coefficients = new Int16Array(storage.buffer, storage.byteOffset + totalWords * 2, totalCoefficients);
   nonzero.fill(0);
   coefficients.fill(0);
-  const firstBlock: number[] = [];
-  blockCounts.reduce((offset, count) => {
-    firstBlock.push(offset);
-    return offset + count;
-  }, 0);
+  // One store per component, its block indices local to it.
+  let firstWord = 0;
+  let firstCoefficient = 0;
+  const stores: Store[] = g.components.map((c, ci) => {
+    const blocks = blockCounts[ci] as number;
+    const words = historyWords(c.n);
+    // Slots of the stored zigzag indices, then (for the WebAssembly path) the stored indices in ascending order.
+    const slotOf = new Int32Array(128);
+    let stored = 0;
+    for (let k = 0; k < 64; k += 1) {
+      const natural = zigzag[k] as number;
+      if (natural >> 3 < c.n && (natural & 7) < c.n) {
+        slotOf[k] = (natural >> 3) * c.n + (natural & 7);
+        slotOf[64 + stored] = k;
+        stored += 1;
+      } else {
+        slotOf[k] = -1 - (k - stored);
+      }
+    }
+    const store = {
+      coefficients: coefficients.subarray(firstCoefficient, firstCoefficient + blocks * c.slots),
+      nonzero: nonzero.subarray(firstWord, firstWord + blocks * words),
+      slotOf,
+      slots: c.slots,
+      words,
+    };
+    firstWord += blocks * words;
+    firstCoefficient += blocks * c.slots;
+    return store;
+  });
 
   const { scans, quant } = readScans(
     bytes,
@@ -511,30 +594,15 @@ export function decodeProgressive(
   );
   if (scans.length === 0) throw damaged();
   if (memory && bytes.buffer === memory.buffer && storage.buffer === memory.buffer) {
-    const scratch = Math.ceil((storage.byteOffset + totalBlocks * (8 + 2 * slots)) / 16) * 16;
+    const scratch = Math.ceil((storage.byteOffset + storeBytes(g)) / 16) * 16;
     // The core writes only inside `storage`: refuse one without room for the scratch after the coefficients.
     if (scratch + scratchLayout(plan, g).size > storage.byteOffset + storage.byteLength) {
       throw new RangeError("progressive storage too small for the WebAssembly path");
     }
-    decodeWithCore(
-      coreFor(memory),
-      memory,
-      bytes,
-      plan,
-      g,
-      firstBlock,
-      coefficients,
-      nonzero,
-      slotOf,
-      scans,
-      quant,
-      scratch,
-      row,
-    );
+    decodeWithCore(coreFor(memory), memory, bytes, plan, g, stores, scans, quant, scratch, row);
     return;
   }
 
-  const store: Store = { coefficients, nonzero, slotOf, slots };
   for (const scan of scans) {
     const { ss, se, ah, al } = scan;
     if (ss > se || se > 63 || (ss === 0 && se !== 0)) throw damaged();
@@ -556,14 +624,18 @@ export function decodeProgressive(
       }
       untilRestart -= 1;
     };
+    const scanStores = scan.components.map((sc) => stores[sc.index] as Store);
     const decodeBlock = (slot: number, block: number) => {
+      const store = scanStores[slot] as Store;
       switch (kind) {
         case 0:
           dcFirst(reader, store, block, scan.components[slot]?.dc as Huffman, predictions, slot, al);
           break;
-        case 1:
-          if (reader.bit()) coefficients[block * slots] = (coefficients[block * slots] as number) | (1 << al);
+        case 1: {
+          const at = block * store.slots;
+          if (reader.bit()) store.coefficients[at] = (store.coefficients[at] as number) | (1 << al);
           break;
+        }
         case 2:
           acFirst(reader, store, block, scan.components[0]?.ac as Huffman, ss, se, al);
           break;
@@ -574,10 +646,10 @@ export function decodeProgressive(
     if (scan.components.length === 1) {
       const componentIndex = scan.components[0]?.index as number;
       const c = g.components[componentIndex] as (typeof g.components)[number];
-      const first = firstBlock[componentIndex] as number;
+      const store = scanStores[0] as Store;
       const table = (kind >= 2 ? scan.components[0]?.ac : scan.components[0]?.dc) as Huffman;
       for (let by = 0; by < c.blocksPerColumn; by += 1) {
-        const rowStart = first + by * c.paddedPerLine;
+        const rowStart = by * c.paddedPerLine;
         if (interval === 0 && kind === 2) {
           for (let bx = 0; bx < c.blocksPerLine; bx += 1) acFirst(reader, store, rowStart + bx, table, ss, se, al);
         } else if (interval === 0 && kind === 3) {
@@ -592,7 +664,7 @@ export function decodeProgressive(
     } else {
       const members = scan.components.map((sc) => {
         const c = g.components[sc.index] as (typeof g.components)[number];
-        return { h: c.h, v: c.v, perLine: c.paddedPerLine, first: firstBlock[sc.index] as number };
+        return { h: c.h, v: c.v, perLine: c.paddedPerLine };
       });
       for (let my = 0; my < g.mcusPerColumn; my += 1) {
         for (let mx = 0; mx < g.mcusPerLine; mx += 1) {
@@ -600,7 +672,7 @@ export function decodeProgressive(
           for (let slot = 0; slot < members.length; slot += 1) {
             const m = members[slot] as (typeof members)[number];
             for (let v = 0; v < m.v; v += 1) {
-              const rowStart = m.first + (my * m.v + v) * m.perLine + mx * m.h;
+              const rowStart = (my * m.v + v) * m.perLine + mx * m.h;
               for (let h = 0; h < m.h; h += 1) decodeBlock(slot, rowStart + h);
             }
           }
@@ -609,7 +681,26 @@ export function decodeProgressive(
     }
   }
 
-  emitRows(plan, g, firstBlock, coefficients, quant, row);
+  emitRows(plan, g, stores, quant, row);
+}
+
+/**
+ * Where component c's sample for output column x lies in its plane row: floor(x · (h·N_c) / (hMax·N)). For
+ * 4:2:0 chroma that is x/2, for 4:4:4 chroma decoded at N/2 also x/2: the same repetition of samples.
+ */
+function fillColumnMap(map: Int32Array, c: ReturnType<typeof geometry>["components"][number], hMax: number, n: number) {
+  for (let x = 0; x < map.length; x += 1) map[x] = Math.floor((x * c.h * c.n) / (hMax * n));
+}
+
+/** Offset in component c's plane of the row feeding output row `ry` of an MCU row (vMax·N rows). */
+function sourceRow(c: ReturnType<typeof geometry>["components"][number], vMax: number, n: number, ry: number) {
+  return Math.floor((ry * c.v * c.n) / (vMax * n)) * c.paddedPerLine * c.n;
+}
+
+/** Quantisers of a component's stored N_c×N_c corner, in slot order. */
+function cornerQuantisers(table: Uint16Array | undefined, n: number, q: Float64Array): void {
+  if (!table) throw damaged();
+  for (let v = 0; v < n; v += 1) for (let u = 0; u < n; u += 1) q[v * n + u] = table[v * 8 + u] as number;
 }
 
 /** The WebAssembly path: the same steps as the TypeScript one, in the arena's memory. */
@@ -619,22 +710,20 @@ function decodeWithCore(
   bytes: Uint8Array,
   plan: ProgressivePlan,
   g: ReturnType<typeof geometry>,
-  firstBlock: number[],
-  coefficients: Int16Array,
-  nonzero: Uint32Array,
-  slotOf: Int32Array,
+  stores: Store[],
   scans: Scan[],
   quant: (Uint16Array | undefined)[],
   scratch: number,
   row: (rgba: Uint8Array) => void,
 ): void {
   const { n } = plan;
-  const slots = n * n;
   const layout = scratchLayout(plan, g);
   const buffer = memory.buffer;
   const at = (offset: number) => scratch + offset;
   const descriptor = new Int32Array(buffer, at(layout.descriptor), descriptorWords);
-  new Int32Array(buffer, at(layout.slotOf), 64).set(slotOf);
+  stores.forEach((store, ci) => {
+    new Int32Array(buffer, at(layout.slotOf[ci] as number), 128).set(store.slotOf);
+  });
   const loaded: (Huffman | undefined)[] = [];
   const load = (slot: number, table: Huffman | undefined): number => {
     if (!table) return 0;
@@ -668,53 +757,48 @@ function decodeWithCore(
       scan.components.length,
       g.mcusPerLine,
       g.mcusPerColumn,
-      coefficients.byteOffset,
-      nonzero.byteOffset,
-      at(layout.slotOf),
-      slots,
       bytes.byteOffset,
-      0,
     ]);
     scan.components.forEach((sc, i) => {
       const c = g.components[sc.index] as (typeof g.components)[number];
+      const store = stores[sc.index] as Store;
       descriptor.set(
         [
           c.h,
           c.v,
           c.paddedPerLine,
-          firstBlock[sc.index] as number,
           c.blocksPerLine,
           c.blocksPerColumn,
           dcScan && ah === 0 ? load(i, sc.dc) : 0,
           dcScan ? 0 : load(4, sc.ac),
+          store.coefficients.byteOffset,
+          store.nonzero.byteOffset,
+          at(layout.slotOf[sc.index] as number),
+          store.slots,
+          store.words,
         ],
-        16 + i * 8,
+        16 + i * componentWords,
       );
     });
     if (core.decode_scan(descriptor.byteOffset) !== 0) throw damaged();
   }
 
-  const matrix = at(layout.matrix);
-  new Float64Array(buffer, matrix, slots).set(idctMatrix(n));
   const count = g.components.length;
-  g.components.forEach((c, ci) => {
-    const table = quant[c.tq];
-    if (!table) throw damaged();
-    const q = new Float64Array(buffer, at(layout.quant[ci] as number), slots);
-    for (let v = 0; v < n; v += 1) for (let u = 0; u < n; u += 1) q[v * n + u] = table[v * 8 + u] as number;
-    const map = new Int32Array(buffer, at(layout.columnMaps[ci] as number), layout.outWidth);
-    for (let x = 0; x < layout.outWidth; x += 1) map[x] = Math.floor((x * c.h) / g.hMax);
-  });
   const outWidth = layout.outWidth;
+  g.components.forEach((c, ci) => {
+    new Float64Array(buffer, at(layout.matrix[ci] as number), c.slots).set(idctMatrix(c.n));
+    cornerQuantisers(quant[c.tq], c.n, new Float64Array(buffer, at(layout.quant[ci] as number), c.slots));
+    fillColumnMap(new Int32Array(buffer, at(layout.columnMaps[ci] as number), outWidth), c, g.hMax, n);
+  });
   const outHeight = Math.ceil((plan.height * n) / 8);
-  const planeWidths = g.components.map((c) => c.paddedPerLine * n);
+  const planeWidths = g.components.map((c) => c.paddedPerLine * c.n);
   const planePointers = g.components.map((_, ci) => at(layout.planes[ci] as number));
   const rgbaPointer = at(layout.rgba);
   const rgba = new Uint8Array(buffer, rgbaPointer, outWidth * 4);
   const kind = colourModel(plan);
   const inverted = plan.adobeTransform !== null;
   const planes = g.components.map(
-    (c, ci) => new Uint8Array(buffer, planePointers[ci] as number, c.paddedPerLine * n * c.v * n),
+    (c, ci) => new Uint8Array(buffer, planePointers[ci] as number, c.paddedPerLine * c.n * c.v * c.n),
   );
   const columnMaps = g.components.map((_, ci) => new Int32Array(buffer, at(layout.columnMaps[ci] as number), outWidth));
   const sourceRows = new Int32Array(count);
@@ -723,16 +807,17 @@ function decodeWithCore(
     for (let ci = 0; ci < count; ci += 1) {
       const c = g.components[ci] as (typeof g.components)[number];
       const planeWidth = planeWidths[ci] as number;
+      const store = stores[ci] as Store;
       for (let v = 0; v < c.v; v += 1) {
-        const first = (firstBlock[ci] as number) + (my * c.v + v) * c.paddedPerLine;
+        const first = (my * c.v + v) * c.paddedPerLine;
         core.idct_blocks(
-          coefficients.byteOffset + first * slots * 2,
+          store.coefficients.byteOffset + first * c.slots * 2,
           c.paddedPerLine,
           at(layout.quant[ci] as number),
-          matrix,
-          n,
+          at(layout.matrix[ci] as number),
+          c.n,
           planePointers[ci] as number,
-          v * n * planeWidth,
+          v * c.n * planeWidth,
           planeWidth,
           at(layout.work),
           at(layout.rowEnds),
@@ -741,10 +826,8 @@ function decodeWithCore(
     }
     const rowsHere = g.vMax * n;
     for (let ry = 0; ry < rowsHere && emitted < outHeight; ry += 1) {
-      for (let ci = 0; ci < count; ci += 1) {
-        const c = g.components[ci] as (typeof g.components)[number];
-        sourceRows[ci] = Math.floor((ry * c.v) / g.vMax) * (planeWidths[ci] as number);
-      }
+      for (let ci = 0; ci < count; ci += 1)
+        sourceRows[ci] = sourceRow(g.components[ci] as (typeof g.components)[number], g.vMax, n, ry);
       if (kind === "ycc") {
         core.ycc_row(
           (planePointers[0] as number) + (sourceRows[0] as number),
@@ -768,33 +851,28 @@ function decodeWithCore(
 function emitRows(
   plan: ProgressivePlan,
   g: ReturnType<typeof geometry>,
-  firstBlock: number[],
-  coefficients: Int16Array,
+  stores: Store[],
   quant: (Uint16Array | undefined)[],
   row: (rgba: Uint8Array) => void,
 ): void {
   const { n } = plan;
-  const slots = n * n;
-  const matrix = idctMatrix(n);
   const outWidth = Math.ceil((plan.width * n) / 8);
   const outHeight = Math.ceil((plan.height * n) / 8);
-  const planes = g.components.map((c) => new Uint8Array(c.paddedPerLine * n * c.v * n));
-  const planeWidths = g.components.map((c) => c.paddedPerLine * n);
+  const matrices = g.components.map((c) => idctMatrix(c.n));
+  const planes = g.components.map((c) => new Uint8Array(c.paddedPerLine * c.n * c.v * c.n));
+  const planeWidths = g.components.map((c) => c.paddedPerLine * c.n);
   const tables = g.components.map((c) => {
-    const table = quant[c.tq];
-    if (!table) throw damaged();
-    // Quantisers of the stored N×N corner, in slot order.
-    const q = new Float64Array(slots);
-    for (let v = 0; v < n; v += 1) for (let u = 0; u < n; u += 1) q[v * n + u] = table[v * 8 + u] as number;
+    const q = new Float64Array(c.slots);
+    cornerQuantisers(quant[c.tq], c.n, q);
     return q;
   });
   const columnMaps = g.components.map((c) => {
     const map = new Int32Array(outWidth);
-    for (let x = 0; x < outWidth; x += 1) map[x] = Math.floor((x * c.h) / g.hMax);
+    fillColumnMap(map, c, g.hMax, n);
     return map;
   });
-  const work = new Float64Array(2 * slots);
-  const rowEnds = new Int32Array(n);
+  const work = new Float64Array(2 * 64);
+  const rowEnds = new Int32Array(8);
   const rgba = new Uint8Array(outWidth * 4);
   const kind = colourModel(plan);
   const inverted = plan.adobeTransform !== null;
@@ -807,19 +885,23 @@ function emitRows(
       const plane = planes[ci] as Uint8Array;
       const planeWidth = planeWidths[ci] as number;
       const q = tables[ci] as Float64Array;
+      const matrix = matrices[ci] as Float64Array;
+      const coefficients = (stores[ci] as Store).coefficients;
+      const cn = c.n;
+      const slots = c.slots;
       for (let v = 0; v < c.v; v += 1) {
-        const first = ((firstBlock[ci] as number) + (my * c.v + v) * c.paddedPerLine) * slots;
+        const first = (my * c.v + v) * c.paddedPerLine * slots;
         for (let bx = 0; bx < c.paddedPerLine; bx += 1) {
           idctBlock(
             coefficients,
             first + bx * slots,
             q,
             matrix,
-            n,
+            cn,
             work,
             rowEnds,
             plane,
-            v * n * planeWidth + bx * n,
+            v * cn * planeWidth + bx * cn,
             planeWidth,
           );
         }
@@ -827,10 +909,8 @@ function emitRows(
     }
     const rowsHere = g.vMax * n;
     for (let ry = 0; ry < rowsHere && emitted < outHeight; ry += 1) {
-      for (let ci = 0; ci < count; ci += 1) {
-        const c = g.components[ci] as (typeof g.components)[number];
-        sourceRows[ci] = Math.floor((ry * c.v) / g.vMax) * (planeWidths[ci] as number);
-      }
+      for (let ci = 0; ci < count; ci += 1)
+        sourceRows[ci] = sourceRow(g.components[ci] as (typeof g.components)[number], g.vMax, n, ry);
       if (kind === "ycc") {
         yccRow(
           planes[0] as Uint8Array,

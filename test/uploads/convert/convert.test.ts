@@ -484,6 +484,26 @@ describe("admission and memory", () => {
     }
   });
 
+  it("converts 12 MP and 24 MP progressive 4:4:4 JPEGs (chroma decoded at N/2) to 2560 px within the memory shares", {
+    timeout: 240_000,
+  }, async () => {
+    for (const [width, height, target] of [
+      [4000, 3000, [2560, 1920]],
+      [6000, 4000, [2560, 1707]],
+    ] as const) {
+      const jpeg = await encodeJpeg(photoLike(width, height), width, height, {
+        progressive: true,
+        quality: 90,
+        chromaSubsample: 1,
+      });
+      const out = await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+      expect([out.width, out.height], `${width} × ${height}`).toEqual([...target]);
+      const memory = codecMemory();
+      expect(memory.scratch).toBeLessThanOrEqual(scratchShareBytes);
+      expect(memory.codec).toBeLessThanOrEqual(codecShareBytes);
+    }
+  });
+
   it("converts a 12 MP PNG to 2560 px on the long edge within the memory shares", { timeout: 120_000 }, async () => {
     const png = await writeRgbaPng(photoLike(4000, 3000), 4000, 3000);
     const out = await convertToWebp(png, "png", { maxEdge: 2560 });
