@@ -1,17 +1,17 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
-import { crossSellRoutes } from "./cross-sells/routes";
+import { devFixturesEnabled } from "./config";
 import { d1Session } from "./db/session";
-import { devFixturesEnabled, devRoutes } from "./dev/routes";
+import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { apiCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
-import { validationHook } from "./http/validate";
+import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
+import { crossSellRoutes } from "./products/cross-sells/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 import { subscriptionRoutes } from "./subscriptions/routes";
@@ -24,7 +24,7 @@ const maxJsonBodyBytes = 1024 * 1024;
 
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
-  const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const api = createRouter();
   api.use("*", apiCors);
   api.use("*", async (c, next) => {
     // The dev fixture route has its own, larger limit; the byte PUT streams and checks its own length.
@@ -39,7 +39,7 @@ function createApi() {
   api.route("/", productRoutes);
   api.route("/", customFieldRoutes);
   api.route("/", crossSellRoutes);
-  api.route("/", uploadRoutes);
+  api.route("/", uploadRoutes(apiBasePath));
   api.route("/", subscriptionRoutes);
   api.route("/_dev", devRoutes);
 

@@ -8,7 +8,8 @@ import { maxSupportedEdge } from "./uploads/convert/budget";
  * recorded, logged once, and only the routes that ask for it answer 503 naming it.
  */
 
-const positiveInteger = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
+/** A whole number from `min` to `max`; empty or unset is `fallback`. */
+const wholeNumber = (fallback: number, min: 0 | 1, max = Number.MAX_SAFE_INTEGER) =>
   z
     .string()
     .trim()
@@ -16,30 +17,21 @@ const positiveInteger = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform((value, context) => {
       if (value === "") return fallback;
       const parsed = Number(value);
-      if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) {
+      if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
         context.addIssue({
           code: "custom",
-          message: `must be a whole number between 1 and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
+          message:
+            min === 0
+              ? "must be a whole number of 0 or more"
+              : `must be a whole number between 1 and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
         });
         return z.NEVER;
       }
       return parsed;
     });
 
-const nonNegativeInteger = (fallback: number) =>
-  z
-    .string()
-    .trim()
-    .default("")
-    .transform((value, context) => {
-      if (value === "") return fallback;
-      const parsed = Number(value);
-      if (!Number.isInteger(parsed) || parsed < 0) {
-        context.addIssue({ code: "custom", message: "must be a whole number of 0 or more" });
-        return z.NEVER;
-      }
-      return parsed;
-    });
+const positiveInteger = (fallback: number, max?: number) => wholeNumber(fallback, 1, max);
+const nonNegativeInteger = (fallback: number) => wholeNumber(fallback, 0);
 
 const optionalUrl = z
   .string()
@@ -135,4 +127,9 @@ export function setting<K extends SettingName>(env: Env, name: K): Settings[K] {
 export function optionalSetting<K extends SettingName>(env: Env, name: K): Settings[K] | null {
   const entry = readConfig(env)[name];
   return entry.ok ? (entry.value as Settings[K]) : null;
+}
+
+/** Whether the development routes and the fake platform are switched on (`DEV_FIXTURES=on`); off when malformed. */
+export function devFixturesEnabled(env: Env): boolean {
+  return optionalSetting(env, "DEV_FIXTURES") ?? false;
 }

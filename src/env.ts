@@ -1,6 +1,17 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/client";
-import type { Caller } from "./http/auth";
+
+/** Who is calling and which stores this request may touch. */
+export type Caller = {
+  tokenHash: string;
+  abilities: readonly string[];
+  /** Every store the token may act on. */
+  tokenStoreIds: readonly string[];
+  /** The stores this request is scoped to: the requested store, or all of the token's when none was named. */
+  scope: readonly string[];
+  /** The one store of the request when it is known (header, or a single-store token). */
+  storeId: string | null;
+};
 
 /** Hono environment of every route: generated bindings plus per-request variables. */
 export type AppEnv = {

@@ -33,7 +33,7 @@ describe("configuration (decisions.md: never a bare 500 for a configuration stat
     const { storeId, token } = await seedStore();
     const locator = `${origin}/files/${storeId}/${crypto.randomUUID()}/faktura.pdf`;
     const product = await seedProduct(storeId, {
-      file: { name: "faktura.pdf", url: locator, download_url: "stale" } as never,
+      file: { name: "faktura.pdf", url: locator, download_url: "stale" },
     });
     const read = await callWith({ FILE_SIGNING_SECRET: undefined }, `/api/v1/products/${product.id}`, {
       headers: { Authorization: `Bearer ${token}` },

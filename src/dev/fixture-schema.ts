@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { CrossSellRecord } from "../cross-sells/resource";
 import { abilities } from "../http/auth";
+import { CrossSellRecord } from "../products/cross-sells/resource";
 import { Player } from "../products/draft-document";
 import { CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
 import { subscriptionStatuses } from "../subscriptions/resource";

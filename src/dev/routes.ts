@@ -1,12 +1,11 @@
 import { zValidator } from "@hono/zod-validator";
 import { eq } from "drizzle-orm";
-import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { optionalSetting } from "../config";
+import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
-import type { AppEnv } from "../env";
 import { ApiError, messages, validationError } from "../http/errors";
+import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
 import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
@@ -14,16 +13,11 @@ import { FixtureDocument } from "./fixture-schema";
 import { loadFixtures } from "./fixtures";
 import uploadPage from "./upload-page.html";
 
-/** Whether the development routes are switched on. */
-export function devFixturesEnabled(env: Env): boolean {
-  return optionalSetting(env, "DEV_FIXTURES") ?? false;
-}
-
 /**
  * The `/api/v1/_dev` routes of dev-fixtures.md. They exist only with `DEV_FIXTURES=on`; otherwise
  * every one of them answers like an unknown route.
  */
-export const devRoutes = new Hono<AppEnv>()
+export const devRoutes = createRouter()
   .use("*", async (c, next) => {
     if (!devFixturesEnabled(c.env)) throw new ApiError(404, messages.notFound);
     await next();

@@ -4,9 +4,9 @@ import { z } from "zod";
 import { setting } from "../config";
 import { createDb, type Database } from "../db/client";
 import { apiTokens } from "../db/schema";
-import type { AppEnv } from "../env";
+import type { AppEnv, Caller } from "../env";
 import { ApiError, messages } from "./errors";
-import { rateLimitHeaders, takeGeneralLimit, tooManyRequests } from "./rate-limit";
+import { announceLimit, takeGeneralLimit, tooManyRequests } from "./rate-limit";
 import { TokenCache, type VerifiedToken } from "./token-cache";
 
 export const abilities = [
@@ -18,25 +18,19 @@ export const abilities = [
 ] as const;
 export type Ability = (typeof abilities)[number];
 
-/** Who is calling and which stores this request may touch. */
-export type Caller = {
-  tokenHash: string;
-  abilities: readonly string[];
-  /** Every store the token may act on. */
-  tokenStoreIds: readonly string[];
-  /** The stores this request is scoped to: the requested store, or all of the token's when none was named. */
-  scope: readonly string[];
-  /** The one store of the request when it is known (header, or a single-store token). */
-  storeId: string | null;
-};
-
 /**
  * How a route treats `X-Service-Store`: `required` (prepare, complete), `unambiguous` (required only
  * when the token has several stores: the subscription list), `optional` (product-scoped calls).
  */
 export type StoreRule = "required" | "unambiguous" | "optional";
 
-export type GuardOptions = { ability: Ability; store: StoreRule };
+export type GuardOptions<S extends StoreRule = StoreRule> = { ability: Ability; store: S };
+
+/** The caller a route of store rule `S` sees: under `required` and `unambiguous` the store is always known. */
+export type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
+
+/** The environment of a route behind the guard of store rule `S`. */
+export type GuardedEnv<S extends StoreRule> = AppEnv & { Variables: { caller: ScopedCaller<S> } };
 
 const storeIdSchema = z.uuid();
 
@@ -98,7 +92,7 @@ export function resolveStore(
  * The bearer-route guard: 401 → store header (400 / 403) → ability (403) → general rate limit (429).
  * Every authenticated call counts toward its token's limit, even one refused by a later check.
  */
-export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
+export function guard<S extends StoreRule>(options: GuardOptions<S>): MiddlewareHandler<GuardedEnv<S>> {
   return async (c, next) => {
     const db = c.get("db") ?? createDb(c.env.DB);
     const cacheSeconds = setting(c.env, "TOKEN_CACHE_SECONDS");
@@ -107,8 +101,8 @@ export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
 
     // Spent from this isolate's leased slice; the token's limiter is asked only when the slice runs low.
     const verdict = await takeGeneralLimit(c, `api:${token.tokenHash}`, setting(c.env, "API_LIMIT_PER_MINUTE"));
-    const limitHeaders = rateLimitHeaders(verdict);
-    for (const [name, value] of Object.entries(limitHeaders)) c.header(name, value);
+    // Announced now, refused only after the store and ability checks (their 400/403 carry the headers too).
+    announceLimit(c, verdict);
 
     const { scope, storeId } = resolveStore(c.req.header("X-Service-Store"), token.storeIds, options.store);
     if (!token.abilities.includes("*") && !token.abilities.includes(options.ability)) {
@@ -116,13 +110,15 @@ export function guard(options: GuardOptions): MiddlewareHandler<AppEnv> {
     }
     if (!verdict.allowed) throw tooManyRequests(verdict);
 
-    c.set("caller", {
+    const caller: Caller = {
       tokenHash: token.tokenHash,
       abilities: token.abilities,
       tokenStoreIds: token.storeIds,
       scope,
       storeId,
-    });
+    };
+    // resolveStore answered 400 above when a required or unambiguous store is not known.
+    c.set("caller", caller as ScopedCaller<S>);
     await next();
   };
 }

@@ -1,4 +1,6 @@
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import { type SettingName, setting } from "../config";
+import type { AppEnv } from "../env";
 import { type Background, type LeaseClient, LeasedBudgets } from "../limits/budget-lease";
 import type { LimitVerdict } from "../limits/fixed-window";
 import { ApiError, messages } from "./errors";
@@ -60,4 +62,36 @@ export function tooManyRequests(verdict: LimitVerdict): ApiError {
     ...rateLimitHeaders(verdict),
     "Retry-After": String(verdict.resetSeconds),
   });
+}
+
+/** Puts the verdict's rate-limit headers on the response, whatever status it ends up with. */
+export function announceLimit(c: Context, verdict: LimitVerdict): void {
+  for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
+}
+
+/** Counts one request against `limit` calls per `windowSeconds` wherever the subject's counter lives. */
+export type LimitCounter = (limit: number, windowSeconds: number) => Promise<LimitVerdict>;
+
+/** The counter of `subject` in its own rate-limiter object (e.g. `put:<ip>`). */
+export function limiterObject(namespace: Env["RATE_LIMITER"], subject: string): LimitCounter {
+  return (limit, windowSeconds) => consumeLimit(namespace, subject, limit, windowSeconds);
+}
+
+/** The configuration variables that are a per-minute limit. */
+type LimitSetting = Extract<SettingName, `${string}_LIMIT_PER_MINUTE`>;
+
+/**
+ * A route's own rate limit: counts the request on the counter of `subjectOf(c)` against the `limit`
+ * variable per 60 s, sets the rate-limit headers and answers 429 with `Retry-After` when it is spent.
+ */
+export function rateLimit<E extends AppEnv = AppEnv>(
+  subjectOf: (c: Context<E>) => LimitCounter,
+  limit: LimitSetting,
+): MiddlewareHandler<E> {
+  return async (c, next) => {
+    const verdict = await subjectOf(c)(setting(c.env, limit), 60);
+    announceLimit(c, verdict);
+    if (!verdict.allowed) throw tooManyRequests(verdict);
+    await next();
+  };
 }

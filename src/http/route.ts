@@ -1,7 +1,8 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
+import { every } from "hono/combine";
 import type { AppEnv } from "../env";
-import { type GuardOptions, guard } from "./auth";
+import { type GuardedEnv, type GuardOptions, guard, type StoreRule } from "./auth";
 import { paramsFirst } from "./validate";
 
 const ErrorBody = z.object({ message: z.string() }).openapi("Error");
@@ -45,19 +46,19 @@ export const bearerErrors = [401, 403, 429] as const;
  * A documented bearer route: the guard (401 → store → ability → 429) runs first, then path ids
  * (400), then the OpenAPI validators of query and body.
  */
-export function bearerRoute<const R extends RouteConfig>(
+export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
   config: R & {
-    guard: GuardOptions;
+    guard: GuardOptions<S>;
     /** Route-specific checks between the guard and path ids (e.g. the store's complete limit). */
-    afterGuard?: MiddlewareHandler<AppEnv>[];
+    afterGuard?: MiddlewareHandler<GuardedEnv<S>>[];
   },
 ) {
   const { guard: guardOptions, afterGuard = [], ...route } = config;
-  return createRoute({
-    ...route,
-    security: [{ bearerAuth: [] }],
-    middleware: [guard(guardOptions), ...afterGuard, ...paramsMiddleware(route)] as const,
-  });
+  // One middleware whose type carries the guard's caller, so a handler of a required store reads a string.
+  const checks = every(guard(guardOptions), ...afterGuard, ...paramsMiddleware(route)) as MiddlewareHandler<
+    GuardedEnv<S>
+  >;
+  return createRoute({ ...route, security: [{ bearerAuth: [] }], middleware: [checks] as const });
 }
 
 /** A documented route without a bearer token (the byte PUT): its own checks, then path ids. */

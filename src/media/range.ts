@@ -2,6 +2,11 @@
 export type ByteRange = { offset: number; length: number };
 
 /**
+ * Kept by hand, not left to R2's `get(key, { range: request.headers })`: R2 (workerd 2026-11) answers an
+ * unsatisfiable range (`bytes=5000-` of 1000 bytes, `bytes=-0`) with the whole object and the same
+ * `range` it gives an ignored one, so it cannot tell 416 from 200; and HEAD and 416 are answered from
+ * `head()` alone, before any bytes are read.
+ *
  * Parses a `Range` header for an object of `size` bytes. Returns null to serve the whole object
  * (no header, another unit, several ranges: RFC 9110 lets a server ignore those), or "unsatisfiable".
  */

@@ -1,13 +1,13 @@
-import { Hono } from "hono";
 import { setting } from "../config";
-import type { AppEnv } from "../env";
-import { ApiError } from "../http/errors";
+import { ApiError, messages } from "../http/errors";
+import { createRouter } from "../http/router";
 import { mediaKey, privateFileKey } from "../uploads/keys";
+import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";
 import { verifyFileSignature } from "./signing";
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const notFound = () => new ApiError(404, "Not found.");
+const notFound = () => new ApiError(404, messages.notFound);
 
 /** Serves an R2 object with ETag, conditional GET, HEAD and single byte ranges. */
 async function serveObject(
@@ -27,7 +27,7 @@ async function serveObject(
   const range = parseRange(request.headers.get("Range") ?? undefined, head.size);
   if (range === "unsatisfiable") {
     headers.set("Content-Range", `bytes */${head.size}`);
-    return Response.json({ message: "Range not satisfiable." }, { status: 416, headers });
+    return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
   }
   const status = range ? 206 : 200;
   const length = range ? range.length : head.size;
@@ -42,10 +42,11 @@ async function serveObject(
 
 /**
  * Public media (`/media/{store_id}/{upload_id}.{ext}`), immutable once written, and private files
- * (`/files/{store_id}/{upload_id}/{filename}`), served only with a valid, unexpired signature.
+ * (`/files/{store_id}/{upload_id}/{filename}`), served only with a valid, unexpired signature. HEAD runs
+ * the GET route (Hono drops the body); serveObject sees the HEAD and skips reading the bytes.
  */
-export const mediaRoutes = new Hono<AppEnv>()
-  .on(["GET", "HEAD"], "/media/:storeId/:file", async (c) => {
+export const mediaRoutes = createRouter()
+  .get("/media/:storeId/:file", async (c) => {
     const { storeId, file } = c.req.param();
     const match = /^([0-9a-f-]{36})\.([a-z0-9]{2,5})$/.exec(file);
     if (!uuid.test(storeId) || !match?.[1] || !uuid.test(match[1]) || !match[2]) throw notFound();
@@ -54,7 +55,7 @@ export const mediaRoutes = new Hono<AppEnv>()
       "X-Content-Type-Options": "nosniff",
     }));
   })
-  .on(["GET", "HEAD"], "/files/:storeId/:uploadId/:filename", async (c) => {
+  .get("/files/:storeId/:uploadId/:filename", async (c) => {
     const { storeId, uploadId } = c.req.param();
     if (!uuid.test(storeId) || !uuid.test(uploadId)) throw notFound();
     const signed = await verifyFileSignature(
@@ -63,7 +64,7 @@ export const mediaRoutes = new Hono<AppEnv>()
       c.req.query("expires"),
       c.req.query("signature"),
     );
-    if (!signed) throw new ApiError(403, "The link is invalid or has expired.");
+    if (!signed) throw new ApiError(403, uploadMessages.linkInvalid);
     return serveObject(c.req.raw, c.env.BUCKET, privateFileKey(storeId, uploadId), (object) => {
       const filename = object.customMetadata?.filename ?? "file";
       const inline = object.customMetadata?.kind === "image" || object.customMetadata?.kind === "video";

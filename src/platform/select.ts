@@ -1,6 +1,5 @@
-import { setting } from "../config";
+import { devFixturesEnabled, setting } from "../config";
 import type { Database } from "../db/client";
-import { devFixturesEnabled } from "../dev/routes";
 import { HttpProjectPlatform, type ProjectPlatform, UnconfiguredPlatform } from "./client";
 import { FakeProjectPlatform } from "./fake";
 

@@ -1,12 +1,12 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
-import { validationHook } from "../http/validate";
+import { createRouter } from "../http/router";
 import { type DraftFieldOwner, deleteDraftCustomField, deleteLiveCustomField } from "./custom-fields";
-import { draftMessages, readDraftVersion } from "./drafts";
+import { DraftVersionBody, draftMessages, readDraftVersion } from "./drafts";
 import { findDraft, findVariant, requireProduct } from "./queries";
 
 const productId = uuidParam("productId", messages.invalidProductId, "Product id");
@@ -18,19 +18,12 @@ const name = z
 const writeGuard = { ability: "products:write", store: "optional" } as const;
 const deleted = { 204: { description: "Deleted; the remaining fields are renumbered 0..n-1" } };
 
-const DraftVersionBody = {
-  required: true,
-  content: {
-    "application/json": {
-      // A plain JSON schema: this body is read by the handler, after the product and draft lookups.
-      schema: {
-        type: "object" as const,
-        required: ["draft_version"],
-        properties: { draft_version: { type: "integer" as const, minimum: 1 } },
-      },
-    },
-  },
-};
+// Documented from the handler's own zod schema, but not validated by the router: the handler reads the
+// body after the product and draft lookups. `$schema` is dropped: the document's dialect already says it.
+const { $schema: _dialect, ...draftVersionSchema }: Record<string, unknown> = z.toJSONSchema(DraftVersionBody, {
+  io: "input",
+});
+const draftVersionBody = { required: true, content: { "application/json": { schema: draftVersionSchema } } };
 
 function liveRoute<P extends z.ZodObject>(path: string, summary: string, params: P) {
   return bearerRoute({
@@ -55,7 +48,7 @@ function draftRoute<P extends z.ZodObject>(path: string, summary: string, params
       "Deletes a custom field of the product's draft overlay. The body carries the current `draft_version`; a stale one answers 409 and a success bumps it by one.",
     tags: ["Custom fields"],
     guard: writeGuard,
-    request: { params, body: DraftVersionBody },
+    request: { params, body: draftVersionBody },
     responses: { ...deleted, ...errorResponses(400, ...bearerErrors, 404, 409, 422) },
   });
 }
@@ -82,7 +75,7 @@ async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOw
 }
 
 /** The six custom-field deletes: product, waitlist and variant fields, live and on the draft overlay. */
-export const customFieldRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const customFieldRoutes = createRouter()
   .openapi(
     liveRoute(
       "/products/{productId}/custom-fields/{name}",

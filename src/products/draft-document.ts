@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { CrossSellRecord } from "../cross-sells/resource";
+import { CrossSellRecord } from "./cross-sells/resource";
 import { CustomField, ProductAttributes, VariantAttributes } from "./resource";
 
 /** A custom field as kept in an overlay: `order` is always present and contiguous. */

@@ -1,8 +1,10 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
+import { z } from "zod";
 import type { Database } from "../db/client";
 import { drafts } from "../db/schema";
 import { ApiError, messages, validationError } from "../http/errors";
+import { fieldErrors } from "../http/validate";
 import type { DraftDocument } from "./draft-document";
 
 export const draftMessages = {
@@ -10,6 +12,16 @@ export const draftMessages = {
   versionRequired: "The draft version field is required.",
   versionInvalid: "The draft version must be an integer of at least 1.",
 } as const;
+
+/**
+ * The body of a draft write, `{draft_version}`: the handler reads it after the product and draft lookups
+ * (decisions.md: 404 no draft → 422 version), and the route documents it (as JSON Schema, not a validator).
+ */
+export const DraftVersionBody = z.object({
+  draft_version: z
+    .int({ error: (issue) => (issue.input == null ? draftMessages.versionRequired : draftMessages.versionInvalid) })
+    .min(1, { error: draftMessages.versionInvalid }),
+});
 
 /**
  * Reads `{draft_version}` from a draft write's body. This route's body is the version: a missing,
@@ -22,16 +34,10 @@ export async function readDraftVersion(c: Context): Promise<number> {
   } catch {
     body = undefined;
   }
-  const version =
-    body !== null && typeof body === "object" && !Array.isArray(body)
-      ? (body as Record<string, unknown>).draft_version
-      : undefined;
-  if (version === undefined || version === null)
-    throw validationError({ draft_version: [draftMessages.versionRequired] });
-  if (typeof version !== "number" || !Number.isSafeInteger(version) || version < 1) {
-    throw validationError({ draft_version: [draftMessages.versionInvalid] });
-  }
-  return version;
+  const isObject = body !== null && typeof body === "object" && !Array.isArray(body);
+  const result = DraftVersionBody.safeParse(isObject ? body : {});
+  if (!result.success) throw validationError(fieldErrors(result.error.issues));
+  return result.data.draft_version;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { eq, inArray, or } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { CrossSellRecord } from "../cross-sells/resource";
 import { insertStatements } from "../db/batch";
 import type { Database } from "../db/client";
 import { crossSells, customFields, variants } from "../db/schema";
+import type { CrossSellRecord } from "./cross-sells/resource";
 import type { DraftVariant, StoredCustomField } from "./draft-document";
 
 /** The collections of a product that a fixture or a publish replaces as a whole. */

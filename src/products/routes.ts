@@ -1,11 +1,11 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { optionalSetting } from "../config";
 import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
-import { validationHook } from "../http/validate";
+import { createRouter } from "../http/router";
 import { projectPlatform } from "../platform/select";
 import { type SigningScope, withSignedDownloads } from "./downloads";
 import { deleteDraft } from "./drafts";
@@ -30,7 +30,7 @@ function signingScope(c: Context<AppEnv>, product: ProductRow): SigningScope {
 const readGuard = { ability: "products:read", store: "optional" } as const;
 
 /** Product reads: the live product and its draft overlay. */
-export const productRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const productRoutes = createRouter()
   .openapi(
     bearerRoute({
       method: "get",

@@ -1,9 +1,7 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
-import { ApiError, messages } from "../http/errors";
+import { z } from "@hono/zod-openapi";
 import { Pagination, pagination } from "../http/pagination";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
-import { validationHook } from "../http/validate";
+import { createRouter } from "../http/router";
 import { listRequest, SubscriptionListQuery, subscriptionQueryHook } from "./filters";
 import { listSubscriptions } from "./query";
 import { Subscription } from "./resource";
@@ -32,14 +30,11 @@ const listRoute = bearerRoute({
 });
 
 /** The subscription list of a store. */
-export const subscriptionRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+export const subscriptionRoutes = createRouter().openapi(
   listRoute,
   async (c) => {
     const request = listRequest(c.req.valid("query"));
-    // The "unambiguous" store rule has already answered 400 when the store is not known; this only narrows the type.
-    const storeId = c.var.caller.storeId;
-    if (!storeId) throw new ApiError(400, messages.storeHeaderRequired);
-    const { items, total } = await listSubscriptions(c.var.db, storeId, request);
+    const { items, total } = await listSubscriptions(c.var.db, c.var.caller.storeId, request);
     return c.json({ items, pagination: pagination(request.page, request.perPage, total, 0) }, 200);
   },
   subscriptionQueryHook,

@@ -1,15 +1,8 @@
 import { convertToWebp, type ImageInput, ImageTooLargeError, UnconvertibleImageError } from "./convert";
 import { mediaKey, privateFileKey, stagedKey } from "./keys";
+import { uploadMessages } from "./messages";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "./sniff";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "./upload-state";
-
-export const hostingMessages = {
-  heif: "HEIC, HEIF and AVIF images are not supported; convert the image to JPG or PNG and upload it again.",
-  svgAsImage: "SVG images cannot be hosted as media; upload PNG or JPG, or upload the SVG with type file.",
-  notMedia:
-    "The file cannot be hosted as media: only JPG, PNG, WebP, GIF and BMP images and MP4, MOV, M4V, WebM and Ogg videos can. Upload it with type file to host it as a download.",
-  corrupt: (reason: string) => `The image cannot be hosted: ${reason}`,
-} as const;
 
 /** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
 type Hostable = Exclude<Sniffed, { kind: "heif" }>;
@@ -85,7 +78,7 @@ export async function hostUpload(deps: HostingDeps, storeId: string, upload: Upl
   const staged = stagedKey(storeId, upload.id);
   const head = await readStaged(deps.bucket, staged, Math.min(sniffBytes, upload.size));
   const sniffed = await sniff(head, stagedInput(deps.bucket, staged, upload.size));
-  if (sniffed.kind === "heif") return { unhostable: hostingMessages.heif }; // under any declared type
+  if (sniffed.kind === "heif") return { unhostable: uploadMessages.heif }; // under any declared type
   const hosted =
     upload.type === "file"
       ? await hostPrivately(deps, storeId, upload, sniffed)
@@ -123,9 +116,9 @@ async function hostAsMedia(
   const publicUrl = (ext: string) => `${deps.mediaBaseUrl}/${storeId}/${upload.id}.${ext}`;
   switch (sniffed.kind) {
     case "svg":
-      return { unhostable: hostingMessages.svgAsImage };
+      return { unhostable: uploadMessages.svgAsImage };
     case "other":
-      return { unhostable: hostingMessages.notMedia };
+      return { unhostable: uploadMessages.notMedia };
     case "video":
     case "animated": {
       await copyStaged(deps.bucket, stagedKey(storeId, upload.id), mediaKey(storeId, upload.id, sniffed.ext), {
@@ -144,7 +137,7 @@ async function hostAsMedia(
         converted = await convertToWebp(staged, sniffed.format, { maxEdge: deps.maxImageEdge });
       } catch (error) {
         if (error instanceof ImageTooLargeError) return { unhostable: error.message };
-        if (error instanceof UnconvertibleImageError) return { unhostable: hostingMessages.corrupt(error.message) };
+        if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };
         throw error;
       }
       await putPieces(deps.bucket, mediaKey(storeId, upload.id, "webp"), converted.chunks, converted.size, {

@@ -24,13 +24,21 @@ export function refusalMessage(uploadId: string, { reason, detail }: Pick<Refusa
   }
 }
 
+/** Every client-facing message of uploads and of serving what they hosted, from prepare to the media GET. */
 export const uploadMessages = {
   tokenRequired: "The upload token is required (X-Upload-Token header).",
+  /** At prepare (declared type) and at complete (sniffed bytes, under any declared type). */
   heif: "HEIC, HEIF and AVIF images are not supported; convert the image to JPG or PNG and upload it again.",
-  svgAsImage: "SVG images cannot be hosted as media; upload PNG or JPG, or prepare the SVG with type file.",
+  /** At prepare (declared `image/svg+xml` as `image`) and at complete (SVG bytes under another type). */
+  svgAsImage: "SVG images cannot be hosted as media; upload PNG or JPG, or upload the SVG with type file.",
+  notMedia:
+    "The file cannot be hosted as media: only JPG, PNG, WebP, GIF and BMP images and MP4, MOV, M4V, WebM and Ogg videos can. Upload it with type file to host it as a download.",
+  corrupt: (reason: string) => `The image cannot be hosted: ${reason}`,
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
   size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
   sizeOverLimit: (size: number, limit: number) =>
     `The upload's size of ${size} bytes is outside the store's upload limit of ${limit} bytes.`,
+  linkInvalid: "The link is invalid or has expired.",
+  rangeNotSatisfiable: "Range not satisfiable.",
 } as const;

@@ -1,21 +1,22 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { z } from "@hono/zod-openapi";
 import { eq } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { setting } from "../config";
 import { stores } from "../db/schema";
 import type { AppEnv } from "../env";
-import { sha256Hex } from "../http/auth";
+import { type GuardedEnv, sha256Hex } from "../http/auth";
 import { ApiError, messages, validationError } from "../http/errors";
 import { uuidParam } from "../http/params";
-import { consumeLimit, rateLimitHeaders, tooManyRequests } from "../http/rate-limit";
+import { limiterObject, rateLimit } from "../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses, openRoute } from "../http/route";
-import { validationHook } from "../http/validate";
+import { createRouter } from "../http/router";
+import { type CoordinatorStub, storeCoordinator, unwrap, uploadNotFound } from "./coordinator";
 import { hostUpload } from "./hosting";
-import { stagedKey } from "./keys";
-import { refusalMessage, uploadMessages } from "./messages";
+import { uploadMessages } from "./messages";
 import { isHeifMediaType, isSvgMediaType } from "./sniff";
-import type { Outcome } from "./store-coordinator";
+import { storeBody } from "./staging";
 import type { HostedFile, UploadRecord } from "./upload-state";
+import { newUploadToken, storeOfToken } from "./upload-token";
 
 const UploadParams = z.object({
   id: uuidParam("id", messages.invalidUploadId, "Upload id"),
@@ -62,53 +63,21 @@ const UploadStatus = z
   })
   .openapi("UploadStatus");
 
-/** The per-store Durable Object that owns a store's uploads. */
-export function storeCoordinator(env: Env, storeId: string) {
-  return env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
-}
-
-/** Upload tokens name their store, so the byte PUT finds it without a bearer token; only the hash is kept. */
-function newUploadToken(storeId: string): string {
-  const secret = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
-  return `ut1.${storeId}.${secret}`;
-}
-
-function storeOfToken(token: string): string | null {
-  const match = /^ut1\.([0-9a-f-]{36})\.[\w-]{43}$/.exec(token);
-  return match?.[1] ?? null;
-}
-
 /** The store's upload size limit in bytes: its own setting, else the configured default. */
-async function storeUploadLimit(c: Context<AppEnv>, storeId: string): Promise<number> {
+async function storeUploadLimit<E extends AppEnv>(c: Context<E>, storeId: string): Promise<number> {
   const store = await c.var.db.query.stores.findFirst({ where: eq(stores.id, storeId) });
   return store?.uploadLimitBytes ?? setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES");
 }
 
-function mediaBaseUrl(c: Context<AppEnv>): string {
+function mediaBaseUrl<E extends AppEnv>(c: Context<E>): string {
   return setting(c.env, "MEDIA_BASE_URL") || `${new URL(c.req.url).origin}/media`;
 }
 
-/** The upload of a transition that went through; throws the refusal of one that did not. */
-function unwrap<T>(outcome: Outcome<T>, uploadId: string): T {
-  if (outcome.ok) return outcome.upload;
-  throw new ApiError(outcome.refusal.status, refusalMessage(uploadId, outcome.refusal));
-}
-
-function uploadNotFound(uploadId: string): ApiError {
-  return new ApiError(404, refusalMessage(uploadId, { reason: "not_found" }));
-}
-
 /** The byte PUT's own limit: every attempt of a client IP counts, so tokens cannot be guessed fast. */
-const putLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const ip = c.req.header("CF-Connecting-IP") ?? "unknown";
-  const verdict = await consumeLimit(c.env.RATE_LIMITER, `put:${ip}`, setting(c.env, "PUT_LIMIT_PER_MINUTE"));
-  for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
-  if (!verdict.allowed) throw tooManyRequests(verdict);
-  await next();
-};
+const putLimit = rateLimit(
+  (c) => limiterObject(c.env.RATE_LIMITER, `put:${c.req.header("CF-Connecting-IP") ?? "unknown"}`),
+  "PUT_LIMIT_PER_MINUTE",
+);
 
 const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!c.req.header("X-Upload-Token")) throw new ApiError(401, uploadMessages.tokenRequired);
@@ -116,80 +85,18 @@ const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** The store's complete limit, counted by its coordinator after the guard's general limit. */
-const completeLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const storeId = c.var.caller.storeId as string;
-  const verdict = await storeCoordinator(c.env, storeId).consumeCompleteLimit(
-    setting(c.env, "COMPLETE_LIMIT_PER_MINUTE"),
-  );
-  for (const [name, value] of Object.entries(rateLimitHeaders(verdict))) c.header(name, value);
-  if (!verdict.allowed) throw tooManyRequests(verdict);
-  await next();
-};
-
-/**
- * Whether storing failed because of the body rather than the storage: it was not Content-Length bytes
- * long (the FixedLengthStream's own errors), or the client went away mid-body. workerd (2026-11-02)
- * reports a client gone mid-body to the R2 put as `TypeError: Can't read from request stream because
- * client disconnected.` once it has noticed, or as `Error: Network connection lost.` when the body's
- * connection breaks under a read in progress (the same error a caller's aborted or failed body stream
- * gives a Worker it calls). Telling them apart by the error keeps the body on workerd's native pipe: a JS
- * byte counter in the stream doubled the PUT's memory growth and halved its throughput
- * (docs/benchmarks.md, part 3).
- */
-function isBodyFailure(error: unknown): boolean {
-  const message = error instanceof Error ? error.message : String(error);
-  return /FixedLengthStream|client disconnected|Network connection lost/i.test(message);
-}
-
-type StoreResult = { stored: true; finished: Outcome } | { stored: false; cause: "body" | "storage" };
-
-/**
- * Streams the body into the upload's staged key and records the outcome with the coordinator; a failed
- * body or write leaves no object behind and the upload `reserved` again.
- */
-async function storeBody(
-  env: Env,
-  coordinator: ReturnType<typeof storeCoordinator>,
-  storeId: string,
-  upload: UploadRecord,
-  body: ReadableStream,
-  requestId: string,
-): Promise<StoreResult> {
-  // The declared size is known, so the body streams into R2 without ever being held in memory.
-  const key = stagedKey(storeId, upload.id);
-  try {
-    await env.BUCKET.put(key, body.pipeThrough(new FixedLengthStream(upload.size)), {
-      httpMetadata: { contentType: upload.contentType },
-    });
-  } catch (error) {
-    await env.BUCKET.delete(key).catch(() => {});
-    const cause = isBodyFailure(error) ? "body" : "storage";
-    if (cause === "storage") {
-      console.error(
-        JSON.stringify({
-          level: "error",
-          message: "upload: storing bytes failed",
-          request_id: requestId,
-          upload_id: upload.id,
-          error: String(error),
-        }),
-      );
-    }
-    await coordinator.finishPut(upload.id, false);
-    return { stored: false, cause };
-  }
-  const finished = await coordinator.finishPut(upload.id, true);
-  // The reservation lapsed while the bytes streamed in: keep nothing of it.
-  if (!finished.ok) await env.BUCKET.delete(key);
-  return { stored: true, finished };
-}
+const completeLimit = rateLimit<GuardedEnv<"required">>(
+  (c) => (limit, windowSeconds) =>
+    storeCoordinator(c.env, c.var.caller.storeId).consumeCompleteLimit(limit, windowSeconds),
+  "COMPLETE_LIMIT_PER_MINUTE",
+);
 
 /**
  * Keeps `task` running after the client goes away: workerd cancels a request's own continuations when
  * its client disconnects, which would leave the upload `storing` or `processing` until its lease lapsed.
  * Hono's test `app.request()` has no execution context; there the request cannot be cancelled anyway.
  */
-function surviveDisconnect(c: Context<AppEnv>, task: Promise<unknown>) {
+function surviveDisconnect(c: Context, task: Promise<unknown>) {
   let hasExecutionContext = true;
   try {
     void c.executionCtx;
@@ -203,9 +110,9 @@ function surviveDisconnect(c: Context<AppEnv>, task: Promise<unknown>) {
  * Hosts an upload its complete has begun and records the outcome: 422 when its size is outside the
  * store's limit or its bytes cannot be hosted; any other failure hands the upload back as `stored`.
  */
-async function hostWithinLimit(
-  c: Context<AppEnv>,
-  coordinator: ReturnType<typeof storeCoordinator>,
+async function hostWithinLimit<E extends AppEnv>(
+  c: Context<E>,
+  coordinator: CoordinatorStub,
   storeId: string,
   upload: UploadRecord,
 ): Promise<HostedFile> {
@@ -237,167 +144,172 @@ async function hostWithinLimit(
 
 const mediaWrite = { ability: "media:write", store: "required" } as const;
 
-/** Hosted media uploads: prepare, byte PUT, complete, and the upload's state. */
-export const uploadRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
-  .openapi(
-    bearerRoute({
-      method: "post",
-      path: "/media-uploads",
-      summary: "Reserve an upload",
-      description:
-        "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`.",
-      tags: ["Media uploads"],
-      guard: mediaWrite,
-      request: { body: { required: true, content: { "application/json": { schema: PrepareBody } } } },
-      responses: {
-        201: { description: "The reservation", content: { "application/json": { schema: Reservation } } },
-        ...errorResponses(400, ...bearerErrors, 413, 422),
-      },
-    }),
-    async (c) => {
-      const body = c.req.valid("json");
-      const storeId = c.var.caller.storeId as string;
-      if (isHeifMediaType(body.content_type)) {
-        throw new ApiError(422, uploadMessages.heif, { content_type: [uploadMessages.heif] });
-      }
-      if (body.type === "image" && isSvgMediaType(body.content_type)) {
-        throw validationError({ content_type: [uploadMessages.svgAsImage] });
-      }
-      const limit = await storeUploadLimit(c, storeId);
-      if (body.size > limit) throw validationError({ size: [uploadMessages.size(limit)] });
+/**
+ * Hosted media uploads: prepare, byte PUT, complete, and the upload's state. `apiBasePath` is where the
+ * app mounts them (`/api/v1`), which the upload URL of a reservation names.
+ */
+export function uploadRoutes(apiBasePath: string) {
+  return createRouter()
+    .openapi(
+      bearerRoute({
+        method: "post",
+        path: "/media-uploads",
+        summary: "Reserve an upload",
+        description:
+          "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`.",
+        tags: ["Media uploads"],
+        guard: mediaWrite,
+        request: { body: { required: true, content: { "application/json": { schema: PrepareBody } } } },
+        responses: {
+          201: { description: "The reservation", content: { "application/json": { schema: Reservation } } },
+          ...errorResponses(400, ...bearerErrors, 413, 422),
+        },
+      }),
+      async (c) => {
+        const body = c.req.valid("json");
+        const storeId = c.var.caller.storeId;
+        if (isHeifMediaType(body.content_type)) {
+          throw new ApiError(422, uploadMessages.heif, { content_type: [uploadMessages.heif] });
+        }
+        if (body.type === "image" && isSvgMediaType(body.content_type)) {
+          throw validationError({ content_type: [uploadMessages.svgAsImage] });
+        }
+        const limit = await storeUploadLimit(c, storeId);
+        if (body.size > limit) throw validationError({ size: [uploadMessages.size(limit)] });
 
-      const id = crypto.randomUUID();
-      const token = newUploadToken(storeId);
-      const expiresAt = Date.now() + setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
-      await storeCoordinator(c.env, storeId).reserve(storeId, {
-        id,
-        tokenHash: await sha256Hex(token),
-        filename: body.filename,
-        contentType: body.content_type,
-        size: body.size,
-        type: body.type,
-        expiresAt,
-      });
-      return c.json(
-        {
+        const id = crypto.randomUUID();
+        const token = newUploadToken(storeId);
+        const expiresAt = Date.now() + setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
+        await storeCoordinator(c.env, storeId).reserve(storeId, {
           id,
-          expires_at: new Date(expiresAt).toISOString(),
-          upload_request: {
-            method: "PUT" as const,
-            url: `${new URL(c.req.url).origin}/api/v1/media-uploads/${id}`,
-            headers: {
-              "X-Upload-Token": token,
-              "Content-Type": body.content_type,
-              "Content-Length": String(body.size),
+          tokenHash: await sha256Hex(token),
+          filename: body.filename,
+          contentType: body.content_type,
+          size: body.size,
+          type: body.type,
+          expiresAt,
+        });
+        return c.json(
+          {
+            id,
+            expires_at: new Date(expiresAt).toISOString(),
+            upload_request: {
+              method: "PUT" as const,
+              url: `${new URL(c.req.url).origin}${apiBasePath}/media-uploads/${id}`,
+              headers: {
+                "X-Upload-Token": token,
+                "Content-Type": body.content_type,
+                "Content-Length": String(body.size),
+              },
             },
           },
+          201,
+        );
+      },
+    )
+    .openapi(
+      openRoute({
+        method: "put",
+        path: "/media-uploads/{id}",
+        summary: "Upload the bytes",
+        description:
+          "No `Authorization`: the `X-Upload-Token` from prepare authorizes this one upload. Send the headers exactly as prepare returned them; the body is the raw file. Checks: 429 (20 PUTs per minute per client IP) → 401 no token → 400 malformed id → 404 (unknown, wrong token, expired) → 409 (already stored, or being stored) → 422 (Content-Type or Content-Length differ). Any origin may call it from a browser.",
+        tags: ["Media uploads"],
+        checks: [putLimit, requireUploadToken],
+        request: {
+          params: UploadParams,
+          body: {
+            required: true,
+            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+          },
         },
-        201,
-      );
-    },
-  )
-  .openapi(
-    openRoute({
-      method: "put",
-      path: "/media-uploads/{id}",
-      summary: "Upload the bytes",
-      description:
-        "No `Authorization`: the `X-Upload-Token` from prepare authorizes this one upload. Send the headers exactly as prepare returned them; the body is the raw file. Checks: 429 (20 PUTs per minute per client IP) → 401 no token → 400 malformed id → 404 (unknown, wrong token, expired) → 409 (already stored, or being stored) → 422 (Content-Type or Content-Length differ). Any origin may call it from a browser.",
-      tags: ["Media uploads"],
-      checks: [putLimit, requireUploadToken],
-      request: {
-        params: UploadParams,
-        body: {
-          required: true,
-          content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+        parameters: [
+          { name: "X-Upload-Token", in: "header", required: true, schema: { type: "string" } },
+          { name: "Content-Type", in: "header", required: true, schema: { type: "string" } },
+          { name: "Content-Length", in: "header", required: true, schema: { type: "string" } },
+        ],
+        responses: {
+          204: { description: "Stored" },
+          ...errorResponses(400, 401, 404, 409, 422, 429),
+          503: {
+            description: "Storage failed; the upload is still reserved",
+            content: { "application/json": { schema: z.object({ message: z.string() }) } },
+          },
         },
+      }),
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const token = c.req.header("X-Upload-Token") as string;
+        const storeId = storeOfToken(token);
+        if (!storeId) throw uploadNotFound(id);
+        const coordinator = storeCoordinator(c.env, storeId);
+        const lengthHeader = c.req.header("Content-Length");
+        const upload = unwrap(
+          await coordinator.beginPut(id, {
+            tokenHash: await sha256Hex(token),
+            contentType: c.req.header("Content-Type"),
+            contentLength: lengthHeader && /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : undefined,
+          }),
+          id,
+        );
+        const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
+        const storing = storeBody(c.env, coordinator, storeId, upload, body, c.get("requestId"));
+        surviveDisconnect(c, storing);
+        const result = await storing;
+        if (!result.stored) {
+          if (result.cause === "body") throw new ApiError(400, uploadMessages.bodyLength);
+          throw new ApiError(503, uploadMessages.storageFailed);
+        }
+        unwrap(result.finished, id);
+        return c.body(null, 204);
       },
-      parameters: [
-        { name: "X-Upload-Token", in: "header", required: true, schema: { type: "string" } },
-        { name: "Content-Type", in: "header", required: true, schema: { type: "string" } },
-        { name: "Content-Length", in: "header", required: true, schema: { type: "string" } },
-      ],
-      responses: {
-        204: { description: "Stored" },
-        ...errorResponses(400, 401, 404, 409, 422, 429),
-        503: {
-          description: "Storage failed; the upload is still reserved",
-          content: { "application/json": { schema: z.object({ message: z.string() }) } },
+    )
+    .openapi(
+      bearerRoute({
+        method: "post",
+        path: "/media-uploads/{id}/complete",
+        summary: "Complete an upload",
+        description:
+          "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).",
+        tags: ["Media uploads"],
+        guard: mediaWrite,
+        afterGuard: [completeLimit],
+        request: { params: UploadParams },
+        responses: {
+          201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
+          ...errorResponses(400, ...bearerErrors, 404, 409, 410, 422),
         },
+      }),
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const storeId = c.var.caller.storeId;
+        const coordinator = storeCoordinator(c.env, storeId);
+        const upload = unwrap(await coordinator.beginComplete(id), id);
+        const completing = hostWithinLimit(c, coordinator, storeId, upload);
+        surviveDisconnect(c, completing);
+        return c.json(await completing, 201);
       },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const token = c.req.header("X-Upload-Token") as string;
-      const storeId = storeOfToken(token);
-      if (!storeId) throw uploadNotFound(id);
-      const coordinator = storeCoordinator(c.env, storeId);
-      const lengthHeader = c.req.header("Content-Length");
-      const upload = unwrap(
-        await coordinator.beginPut(id, {
-          tokenHash: await sha256Hex(token),
-          contentType: c.req.header("Content-Type"),
-          contentLength: lengthHeader && /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : undefined,
-        }),
-        id,
-      );
-      const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
-      const storing = storeBody(c.env, coordinator, storeId, upload, body, c.get("requestId"));
-      surviveDisconnect(c, storing);
-      const result = await storing;
-      if (!result.stored) {
-        if (result.cause === "body") throw new ApiError(400, uploadMessages.bodyLength);
-        throw new ApiError(503, uploadMessages.storageFailed);
-      }
-      unwrap(result.finished, id);
-      return c.body(null, 204);
-    },
-  )
-  .openapi(
-    bearerRoute({
-      method: "post",
-      path: "/media-uploads/{id}/complete",
-      summary: "Complete an upload",
-      description:
-        "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).",
-      tags: ["Media uploads"],
-      guard: mediaWrite,
-      afterGuard: [completeLimit],
-      request: { params: UploadParams },
-      responses: {
-        201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
-        ...errorResponses(400, ...bearerErrors, 404, 409, 410, 422),
+    )
+    .openapi(
+      bearerRoute({
+        method: "get",
+        path: "/media-uploads/{id}",
+        summary: "Read an upload's state",
+        description:
+          "The upload's state and, once completed, its hosted file result, so a client can recover after a lost response. Expired uploads are not found.",
+        tags: ["Media uploads"],
+        guard: mediaWrite,
+        request: { params: UploadParams },
+        responses: {
+          200: { description: "The upload", content: { "application/json": { schema: UploadStatus } } },
+          ...errorResponses(400, ...bearerErrors, 404),
+        },
+      }),
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const view = await storeCoordinator(c.env, c.var.caller.storeId).view(id);
+        if (!view) throw uploadNotFound(id);
+        return c.json(view, 200);
       },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const storeId = c.var.caller.storeId as string;
-      const coordinator = storeCoordinator(c.env, storeId);
-      const upload = unwrap(await coordinator.beginComplete(id), id);
-      const completing = hostWithinLimit(c, coordinator, storeId, upload);
-      surviveDisconnect(c, completing);
-      return c.json(await completing, 201);
-    },
-  )
-  .openapi(
-    bearerRoute({
-      method: "get",
-      path: "/media-uploads/{id}",
-      summary: "Read an upload's state",
-      description:
-        "The upload's state and, once completed, its hosted file result, so a client can recover after a lost response. Expired uploads are not found.",
-      tags: ["Media uploads"],
-      guard: mediaWrite,
-      request: { params: UploadParams },
-      responses: {
-        200: { description: "The upload", content: { "application/json": { schema: UploadStatus } } },
-        ...errorResponses(400, ...bearerErrors, 404),
-      },
-    }),
-    async (c) => {
-      const { id } = c.req.valid("param");
-      const view = await storeCoordinator(c.env, c.var.caller.storeId as string).view(id);
-      if (!view) throw uploadNotFound(id);
-      return c.json(view, 200);
-    },
-  );
+    );
+}

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { CrossSell } from "../../src/cross-sells/resource";
-import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
+import { CrossSell } from "../../src/products/cross-sells/resource";
+import { type CrossSellInput, seedProduct, seedStore, seedToken, uuid } from "../support/factories";
 import { api, json } from "../support/http";
 
 type List = { items: { id: string; title: string; active: boolean }[]; pagination: Record<string, number> };
 
-function crossSell(index: number, overrides: Record<string, unknown> = {}) {
+/** A complete cross-sell fixture; overrides may blank any field but its id. */
+function crossSell(index: number, overrides: Partial<CrossSellInput> = {}): CrossSellInput {
   return {
     id: uuid(),
     product_id: uuid(),
@@ -67,15 +68,17 @@ describe("GET /products/{productId}/cross-sells", () => {
 
   it("rule 3: omits incomplete cross-sells and does not count them, keeping order and totals right", async () => {
     const { storeId, token } = await seedStore();
-    const required = ["product_id", "variant_id", "title", "amount", "currency", "validity_minutes"];
+    const required = ["product_id", "variant_id", "title", "amount", "currency", "validity_minutes"] as const;
     const incomplete = required.map((field, i) => {
-      const item: Record<string, unknown> = crossSell(100 + i);
+      const item = crossSell(100 + i);
       delete item[field];
       return item;
     });
     const complete = [crossSell(0), crossSell(1), crossSell(2)];
-    const mixed = [complete[0], incomplete[0], incomplete[1], complete[1], ...incomplete.slice(2), complete[2]];
-    const product = await seedProduct(storeId, { cross_sells: mixed as never });
+    const mixed = [complete[0], incomplete[0], incomplete[1], complete[1], ...incomplete.slice(2), complete[2]].filter(
+      (item) => item !== undefined,
+    );
+    const product = await seedProduct(storeId, { cross_sells: mixed });
     const firstPage = await json<List>(await list(product.id, token, "?per_page=2"));
     expect(firstPage.items.map((i) => i.id)).toEqual([complete[0]?.id, complete[1]?.id]);
     expect(firstPage.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 2, total: 3 });
@@ -177,7 +180,7 @@ describe("GET /products/{productId}/draft/cross-sells", () => {
     const draftItems = [crossSell(0), { id: uuid(), title: "incomplete" }, crossSell(2, { active: false })];
     const product = await seedProduct(storeId, {
       cross_sells: [crossSell(9)],
-      draft: { cross_sells: draftItems as never },
+      draft: { cross_sells: draftItems },
     });
     const body = await json<List>(await list(product.id, token, "", true));
     expect(body.items.map((i) => i.id)).toEqual([draftItems[0]?.id, draftItems[2]?.id]);

@@ -13,7 +13,7 @@ async function liveProduct(overrides = {}) {
   const product = await seedProduct(storeId, {
     custom_fields: fields("nip", "phone", "company"),
     waitlist_custom_fields: fields("email", "city"),
-    variants: [variant as never],
+    variants: [variant],
     ...overrides,
   });
   return { storeId, token, product, variantId: variant.id as string };
@@ -28,7 +28,7 @@ async function productWithDraft() {
       draft_version: 2,
       custom_fields: fields("nip", "phone", "company"),
       waitlist_custom_fields: fields("email", "city"),
-      variants: [draftVariant as never],
+      variants: [draftVariant],
     },
   });
   return { storeId, token, product, variantId: draftVariant.id as string };

@@ -37,7 +37,7 @@ async function platformScenario(
       draft_version: 5,
       product: { name: "Draft name", slug: "kurs-nowy" },
       custom_fields: fields("nip", "phone"),
-      variants: [draftVariant as never],
+      variants: [draftVariant],
       cross_sells: [
         {
           id: uuid(),
@@ -163,7 +163,7 @@ describe("POST /products/{id}/publish", () => {
           status: "draft",
           courses: [s.keep],
           draft: { player: { connect: [gone, s.add], disconnect: [], redirect_course_id: gone } },
-        }) as never,
+        }),
       ],
     });
     expect((await publish(s.product.id, s.token)).status).toBe(200);
@@ -276,7 +276,7 @@ describe("rule 6: platform unavailable, retry safety", () => {
               footer_id: s.footer,
               player: { connect: [s.add, extra], disconnect: [s.remove], redirect_course_id: extra },
             },
-          }) as never,
+          }),
         ],
       });
       await setFaults(s.storeId, { fail_after: point.successes });

@@ -38,7 +38,7 @@ describe("GET /products/{id}", () => {
         { name: "nip", enabled: true, order: 1, label: "NIP" },
         { name: "phone", enabled: false, order: 0 },
       ],
-      variants: [variantInput({ custom_fields: [] }) as never, variantInput() as never],
+      variants: [variantInput({ custom_fields: [] }), variantInput()],
     });
     const body = await json(await api(`/products/${product.id}`, { token }));
     expect(body.custom_fields).toEqual([
@@ -94,10 +94,10 @@ describe("GET /products/{id}/draft", () => {
         draft_version: 4,
         product: { name: "Draft name", description: "Nowy opis" },
         custom_fields: [{ name: "draft-field", enabled: true }],
-        variants: [draftVariant as never],
+        variants: [draftVariant],
       },
     });
-    await seed({ products: [product as never] });
+    await seed({ products: [product] });
     const response = await api(`/products/${product.id}/draft`, { token });
     expect(response.status).toBe(200);
     expect(response.headers.get("ETag")).toBe('"4"');
@@ -194,7 +194,7 @@ describe("file download links", () => {
     };
     const product = await seedProduct(storeId, {
       files: [{ name: "own.pdf", url: ownLocator, download_url: "stale" }, otherStore, foreignHost],
-      variants: [variantInput({ file: variantFile }) as never],
+      variants: [variantInput({ file: variantFile })],
     });
     const body = await json<{
       files: { name: string; url: string; download_url: string }[];

@@ -3,11 +3,21 @@ import { createDb } from "../../src/db/client";
 import { FixtureDocument, type FixtureDocumentInput } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 
+/*
+ * Typed fixture factories, one per resource: each takes partial overrides and answers the loader's own
+ * input type, so a fixture the loader would refuse (a wrong field, a missing id) is a type error here.
+ */
+
 type Input = Required<FixtureDocumentInput>;
-export type StoreInput = Partial<Input["stores"][number]>;
-export type ProductInput = Partial<Input["products"][number]>;
-export type VariantInput = Partial<NonNullable<Input["products"][number]["variants"]>[number]>;
+export type StoreInput = Input["stores"][number];
+export type TokenInput = Input["tokens"][number];
+export type ProductInput = Input["products"][number];
+export type VariantInput = NonNullable<ProductInput["variants"]>[number];
+export type CrossSellInput = NonNullable<ProductInput["cross_sells"]>[number];
+/** Overrides of a subscription fixture (see test/subscriptions/support.ts for its factory). */
 export type SubscriptionInput = Partial<Input["subscriptions"][number]>;
+/** The abilities a fixture token may carry (`*` for all). */
+export type TokenAbilities = TokenInput["abilities"];
 
 export const uuid = () => crypto.randomUUID();
 
@@ -17,44 +27,45 @@ export async function seed(document: FixtureDocumentInput) {
 }
 
 /** A store with its own token (abilities `*` unless given); every call makes fresh ids. */
-export async function seedStore(options: { store?: StoreInput; abilities?: string[] } = {}) {
+export async function seedStore(options: { store?: Partial<StoreInput>; abilities?: TokenAbilities } = {}) {
   const storeId = options.store?.id ?? uuid();
   const token = `test-token-${uuid()}`;
   await seed({
     stores: [{ name: "Test store", plan_active: true, ...options.store, id: storeId }],
-    tokens: [{ token, store_ids: [storeId], abilities: (options.abilities ?? ["*"]) as never }],
+    tokens: [{ token, store_ids: [storeId], abilities: options.abilities ?? ["*"] }],
   });
   return { storeId, token };
 }
 
 /** Another token for existing stores. */
-export async function seedToken(storeIds: string[], abilities: string[] = ["*"]) {
+export async function seedToken(storeIds: string[], abilities: TokenAbilities = ["*"]) {
   const token = `test-token-${uuid()}`;
-  await seed({ tokens: [{ token, store_ids: storeIds, abilities: abilities as never }] });
+  await seed({ tokens: [{ token, store_ids: storeIds, abilities }] });
   return token;
 }
 
-export function variantInput(overrides: VariantInput = {}): VariantInput {
+/** A variant fixture with a fresh id. */
+export function variantInput(overrides: Partial<VariantInput> = {}): VariantInput {
   return { id: uuid(), name: "Lifetime access", amount: 19900, currency: "pln", ...overrides };
 }
 
 /** A product fixture of `storeId` with one variant, unique slug and fresh ids. */
-export function productInput(storeId: string, overrides: ProductInput = {}): ProductInput & { id: string } {
+export function productInput(storeId: string, overrides: Partial<ProductInput> = {}): ProductInput {
   const id = overrides.id ?? uuid();
   return {
     store_id: storeId,
     status: "published",
     name: "Kurs fotografii",
     slug: `kurs-${id.slice(0, 8)}`,
-    variants: [variantInput() as never],
+    variants: [variantInput()],
     ...overrides,
     id,
   };
 }
 
 /** Seeds one product and returns its fixture input (ids included). */
-export async function seedProduct(storeId: string, overrides: ProductInput = {}) {
+export async function seedProduct(storeId: string, overrides: Partial<ProductInput> = {}) {
   const product = productInput(storeId, overrides);
-  await seed({ products: [product as never] });
+  await seed({ products: [product] });
   return product;
 }

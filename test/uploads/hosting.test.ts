@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { hostingMessages } from "../../src/uploads/hosting";
 import { privateFileKey } from "../../src/uploads/keys";
+import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore } from "../support/factories";
 import { api, json } from "../support/http";
 import { isoMedia, png } from "../support/media-bytes";
@@ -32,7 +32,7 @@ describe("bytes that are never hosted", () => {
       const { storeId, token, reservation } = await stage(isoMedia(brand), { filename: "photo.bin", type: "file" });
       const response = await complete(token, storeId, reservation.id);
       expect(response.status).toBe(422);
-      expect(await json(response)).toEqual({ message: hostingMessages.heif });
+      expect(await json(response)).toEqual({ message: uploadMessages.heif });
       expect(await env.BUCKET.get(privateFileKey(storeId, reservation.id))).toBeNull();
     });
   }

@@ -2,7 +2,6 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { hostingMessages } from "../../src/uploads/hosting";
 import { mediaKey, stagedKey } from "../../src/uploads/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore, seedToken, uuid } from "../support/factories";
@@ -512,7 +511,7 @@ describe("POST /media-uploads/{id}/complete", () => {
     for (const brand of ["heic", "avif"] as const) {
       const { response } = await host(isoMedia(brand), { filename: "photo.jpg", content_type: "image/jpeg" });
       expect(response.status).toBe(422);
-      expect(await json(response)).toEqual({ message: hostingMessages.heif });
+      expect(await json(response)).toEqual({ message: uploadMessages.heif });
     }
   });
 

@@ -36,8 +36,3 @@ export function exifOrientation(payload: Uint8Array): Orientation {
     payload[5] === 0;
   return tiffOrientation(hasPrefix ? payload.subarray(6) : payload);
 }
-
-/** Whether the orientation swaps width and height (the 90° and 270° turns, with or without a mirror). */
-export function swapsAxes(orientation: Orientation): boolean {
-  return orientation >= 5;
-}

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, isNotNull } from "drizzle-orm";
-import type { Database } from "../db/client";
-import { crossSells } from "../db/schema";
+import type { Database } from "../../db/client";
+import { crossSells } from "../../db/schema";
 import { type CrossSell, type CrossSellRecord, completeCrossSell } from "./resource";
 
 export type CrossSellPage = { items: CrossSell[]; total: number };

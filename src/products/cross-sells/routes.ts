@@ -1,11 +1,10 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
-import { ApiError, messages } from "../http/errors";
-import { integerQuery, Pagination, pagination } from "../http/pagination";
-import { uuidParam } from "../http/params";
-import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
-import { validationHook } from "../http/validate";
-import { foundProduct, productInScope, readProductAndDraft } from "../products/queries";
+import { z } from "@hono/zod-openapi";
+import { ApiError, messages } from "../../http/errors";
+import { integerQuery, Pagination, pagination } from "../../http/pagination";
+import { uuidParam } from "../../http/params";
+import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
+import { createRouter } from "../../http/router";
+import { foundProduct, productInScope, readProductAndDraft } from "../queries";
 import { draftCrossSellPage, liveCrossSellPage, liveCrossSellQueries } from "./queries";
 import { CrossSell } from "./resource";
 
@@ -40,7 +39,7 @@ const listRules =
   "Inactive cross-sells are included; incomplete ones are omitted and not counted. Items are in display order; a page past the last returns empty items.";
 
 /** Cross-sell lists of a product, live and on its draft overlay. */
-export const crossSellRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const crossSellRoutes = createRouter()
   .openapi(listRoute("/products/{productId}/cross-sells", "List a product's cross-sells", listRules), async (c) => {
     const { productId } = c.req.valid("param");
     const { page, per_page: perPage } = c.req.valid("query");
