@@ -345,8 +345,8 @@ async function streamRows(
   height: number,
   opaque: boolean,
   decode: (push: (rgba: Uint8Array) => void) => void | Promise<void>,
+  size = fitWithin(width, height, context.maxEdge),
 ): Promise<void> {
-  const size = fitWithin(width, height, context.maxEdge);
   const target = allocateTarget(context, size.width, size.height);
   const codec = context.codecs.codec;
   // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
@@ -459,12 +459,12 @@ async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientat
   context.tick();
   const header = readJpegHeader(bytes);
   refuseSourcePixels(header.width, header.height);
-  if (header.progressive) decodeProgressiveJpeg(bytes, header, context);
-  else decodeBaselineJpeg(bytes, header, context);
+  if (header.progressive) await decodeProgressiveJpeg(bytes, header, context);
+  else await decodeBaselineJpeg(bytes, header, context);
   return header.orientation;
 }
 
-function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): void {
+async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Promise<void> {
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const m = coveringScale(width, height, target);
@@ -494,34 +494,36 @@ function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Cont
   const decoded = heapBytes(context.codecs.turbo, destination, need);
   const inverted = header.adobeTransform !== null;
   const row = new Uint8Array(outWidth * 4);
-  const result = allocateTarget(context, target.width, target.height);
-  const scaler = createOpaqueRowDownscaler(
+  // The target keeps the original's proportions (the M/8 scale rounds up its edges).
+  await streamRows(
+    context,
     outWidth,
     outHeight,
-    target.width,
-    target.height,
-    context.codecs.codec.heap(result.pointer, target.width * target.height * 4),
-  );
-  for (let y = 0; y < outHeight; y += 1) {
-    const source = decoded.subarray(y * outWidth * channels, (y + 1) * outWidth * channels);
-    for (let x = 0, i = 0, o = 0; x < outWidth; x += 1, i += channels, o += 4) {
-      if (cmyk) {
-        const k = source[i + 3] as number;
-        row[o] = Math.round(cmykChannel(source[i] as number, k, inverted));
-        row[o + 1] = Math.round(cmykChannel(source[i + 1] as number, k, inverted));
-        row[o + 2] = Math.round(cmykChannel(source[i + 2] as number, k, inverted));
-      } else {
-        row[o] = source[i] as number;
-        row[o + 1] = source[i + 1] as number;
-        row[o + 2] = source[i + 2] as number;
+    true,
+    (push) => {
+      for (let y = 0; y < outHeight; y += 1) {
+        const source = decoded.subarray(y * outWidth * channels, (y + 1) * outWidth * channels);
+        for (let x = 0, i = 0, o = 0; x < outWidth; x += 1, i += channels, o += 4) {
+          if (cmyk) {
+            const k = source[i + 3] as number;
+            row[o] = Math.round(cmykChannel(source[i] as number, k, inverted));
+            row[o + 1] = Math.round(cmykChannel(source[i + 1] as number, k, inverted));
+            row[o + 2] = Math.round(cmykChannel(source[i + 2] as number, k, inverted));
+          } else {
+            row[o] = source[i] as number;
+            row[o + 1] = source[i + 1] as number;
+            row[o + 2] = source[i + 2] as number;
+          }
+          row[o + 3] = 255;
+        }
+        push(row);
       }
-      row[o + 3] = 255;
-    }
-    scaler.push(row);
-  }
+    },
+    target,
+  );
 }
 
-function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): void {
+async function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Promise<void> {
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const n = coveringScale(width, height, target);
@@ -536,19 +538,15 @@ function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: C
     );
   }
   const storage = context.scratch(storageSize);
-  const scaledWidth = scaled(width, n);
-  const scaledHeight = scaled(height, n);
-  const result = allocateTarget(context, target.width, target.height);
-  const scaler = createOpaqueRowDownscaler(
-    scaledWidth,
-    scaledHeight,
-    target.width,
-    target.height,
-    context.codecs.codec.heap(result.pointer, target.width * target.height * 4),
+  const memory = context.codecs.turbo.exports.memory;
+  await streamRows(
+    context,
+    scaled(width, n),
+    scaled(height, n),
+    true,
+    (push) => decodeProgressive(bytes, plan, storage, push, memory),
+    target,
   );
-  decodeProgressive(bytes, plan, storage, (rgba) => scaler.push(rgba), context.codecs.turbo.exports.memory);
-  if (scaler.rowsPushed !== scaledHeight)
-    throw new UnconvertibleImageError("The JPEG image data ends before its last row.");
 }
 
 const truncatedWebp = () =>
