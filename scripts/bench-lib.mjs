@@ -316,6 +316,7 @@ async function snapshotProject(dir) {
     "src",
     "migrations",
     "scripts/bench-worker.ts",
+    "scripts/counting-bindings.ts",
     "wrangler.toml",
     "tsconfig.json",
     "package.json",
