@@ -1,8 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { type SettingName, setting } from "../config";
 import type { AppEnv } from "../env";
-import { type Background, type LeaseClient, LeasedBudgets } from "../limits/budget-lease";
+import { type LeaseClient, LeasedBudgets } from "../limits/budget-lease";
 import type { LimitVerdict } from "../limits/fixed-window";
+import { inBackground } from "./background";
 import { ApiError, messages } from "./errors";
 
 /** Counts one request of `subject` (e.g. `token:<hash>`, `ip:<address>`) in its own limiter object. */
@@ -35,17 +36,9 @@ export function takeGeneralLimit(
   limit: number,
   windowSeconds = 60,
 ): Promise<LimitVerdict> {
-  return generalBudgets.take(subject, limit, windowSeconds, durableLeaseClient(c.env.RATE_LIMITER), backgroundOf(c));
-}
-
-/** The request's `waitUntil`; Hono's `app.request()` has none, and there the task simply runs on. */
-function backgroundOf(c: Context): Background {
-  try {
-    const ctx = c.executionCtx;
-    return (task) => ctx.waitUntil(task);
-  } catch {
-    return (task) => void task;
-  }
+  return generalBudgets.take(subject, limit, windowSeconds, durableLeaseClient(c.env.RATE_LIMITER), (task) =>
+    inBackground(c, task),
+  );
 }
 
 /** The IETF draft `RateLimit-Policy` / `RateLimit` headers for a verdict. */

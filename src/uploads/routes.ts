@@ -5,6 +5,7 @@ import { setting } from "../config";
 import { stores } from "../db/schema";
 import type { AppEnv } from "../env";
 import { type GuardedEnv, sha256Hex } from "../http/auth";
+import { inBackground } from "../http/background";
 import { ApiError, messages, validationError } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { limiterObject, rateLimit } from "../http/rate-limit";
@@ -90,21 +91,6 @@ const completeLimit = rateLimit<GuardedEnv<"required">>(
     storeCoordinator(c.env, c.var.caller.storeId).consumeCompleteLimit(limit, windowSeconds),
   "COMPLETE_LIMIT_PER_MINUTE",
 );
-
-/**
- * Keeps `task` running after the client goes away: workerd cancels a request's own continuations when
- * its client disconnects, which would leave the upload `storing` or `processing` until its lease lapsed.
- * Hono's test `app.request()` has no execution context; there the request cannot be cancelled anyway.
- */
-function surviveDisconnect(c: Context, task: Promise<unknown>) {
-  let hasExecutionContext = true;
-  try {
-    void c.executionCtx;
-  } catch {
-    hasExecutionContext = false;
-  }
-  if (hasExecutionContext) c.executionCtx.waitUntil(task.catch(() => {}));
-}
 
 /**
  * Hosts an upload its complete has begun and records the outcome: 422 when its size is outside the
@@ -254,7 +240,7 @@ export function uploadRoutes(apiBasePath: string) {
         );
         const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
         const storing = storeBody(c.env, coordinator, storeId, upload, body, c.get("requestId"));
-        surviveDisconnect(c, storing);
+        inBackground(c, storing); // a client gone mid-body must not leave the upload `storing`
         const result = await storing;
         if (!result.stored) {
           if (result.cause === "body") throw new ApiError(400, uploadMessages.bodyLength);
@@ -286,7 +272,7 @@ export function uploadRoutes(apiBasePath: string) {
         const coordinator = storeCoordinator(c.env, storeId);
         const upload = unwrap(await coordinator.beginComplete(id), id);
         const completing = hostWithinLimit(c, coordinator, storeId, upload);
-        surviveDisconnect(c, completing);
+        inBackground(c, completing); // nor a client gone mid-conversion `processing`
         return c.json(await completing, 201);
       },
     )
