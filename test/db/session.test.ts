@@ -41,3 +41,32 @@ describe("D1 sessions (read replicas, read-your-writes)", () => {
     expect(body.custom_fields.map((field) => field.name)).toEqual(["phone"]);
   });
 });
+
+describe("X-D1-Bookmark from a browser", () => {
+  it("is exposed to browser code on responses and allowed on requests of an allowed origin", async () => {
+    const { createApp } = await import("../../src/app");
+    const { env } = await import("cloudflare:workers");
+    const origin = "https://shop.example";
+    const bindings = { ...env, CORS_ORIGINS: origin };
+    const { token } = await seedStore();
+    const read = await createApp().request(
+      "/api/v1/subscriptions",
+      { headers: { Origin: origin, Authorization: `Bearer ${token}` } },
+      bindings,
+    );
+    expect(read.headers.get("Access-Control-Expose-Headers") ?? "").toContain(bookmarkHeader);
+    const preflight = await createApp().request(
+      "/api/v1/subscriptions",
+      {
+        method: "OPTIONS",
+        headers: {
+          Origin: origin,
+          "Access-Control-Request-Method": "GET",
+          "Access-Control-Request-Headers": "x-d1-bookmark",
+        },
+      },
+      bindings,
+    );
+    expect((preflight.headers.get("Access-Control-Allow-Headers") ?? "").toLowerCase()).toContain("x-d1-bookmark");
+  });
+});
