@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { setting } from "../config";
-import { createDb, type Database } from "../db/client";
+import type { Database } from "../db/client";
 import { apiTokens } from "../db/schema";
 import type { AppEnv, Caller } from "../env";
 import { ApiError, messages } from "./errors";
@@ -94,7 +94,7 @@ export function resolveStore(
  */
 export function guard<S extends StoreRule>(options: GuardOptions<S>): MiddlewareHandler<GuardedEnv<S>> {
   return async (c, next) => {
-    const db = c.get("db") ?? createDb(c.env.DB);
+    const db = c.var.db;
     const cacheSeconds = setting(c.env, "TOKEN_CACHE_SECONDS");
     const token = await authenticate(db, c.req.header("Authorization"), cacheSeconds);
     if (!token) throw new ApiError(401, messages.unauthenticated);
