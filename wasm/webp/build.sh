@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4) plus our glue
-# (codec.c), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
+# Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4) and zlib's
+# inflate (Debian's source package, 1.2.13) plus our code (codec.c: WebP glue; png.c: PNG image data;
+# resize.c: the streaming downscaler), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
 # once into the build directory (reused later), compiles everything again and overwrites the output.
 #
-# Sources: libwebp only ever comes from `apt-get source libwebp` (Debian's archive, with Debian's patches,
-# among them the CVE-2023-4863 fix), emcc only from Debian's `emscripten` package. Nothing is fetched
-# from anywhere else, and no libwebp file is committed.
+# Sources: libwebp and zlib only ever come from `apt-get source` (Debian's archive, with Debian's patches,
+# among them libwebp's CVE-2023-4863 fix), emcc only from Debian's `emscripten` package. Nothing is fetched
+# from anywhere else, and no libwebp or zlib file is committed.
 #
 # Usage: npm run build:wasm   (needs root for apt, or a libwebp-1.2.4 tree already in $WEBP_BUILD_DIR)
 set -euo pipefail
@@ -15,6 +16,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 OUT="$ROOT/src/uploads/convert/webp-codec.wasm"
 BUILD=${WEBP_BUILD_DIR:-${TMPDIR:-/tmp}/storefront-webp-codec}
 VERSION=1.2.4
+ZLIB_VERSION=1.2.13
 # Heap limit baked into the module: past it malloc returns 0 (a refusal) instead of the isolate being killed.
 MAX_MEMORY=${WEBP_MAX_MEMORY:-83886080}
 
@@ -54,22 +56,31 @@ SOURCES
   [ -n "$SRC" ] || { echo "apt-get source did not unpack libwebp-$VERSION (is this Debian bookworm?)" >&2; exit 1; }
 fi
 echo "libwebp: $(head -1 "$SRC/debian/changelog")"
+ZSRC=$(find "$BUILD" -maxdepth 1 -type d -name "zlib-$ZLIB_VERSION*" | head -1)
+if [ -z "$ZSRC" ]; then
+  (cd "$BUILD" && apt-get source zlib)
+  ZSRC=$(find "$BUILD" -maxdepth 1 -type d -name "zlib-$ZLIB_VERSION*" | head -1)
+  [ -n "$ZSRC" ] || { echo "apt-get source did not unpack zlib-$ZLIB_VERSION (is this Debian bookworm?)" >&2; exit 1; }
+fi
+echo "zlib: $(head -1 "$ZSRC/debian/changelog")"
 
 # -msse4.1 (implies SSE2) makes libwebp compile its SSE2/SSE4.1 code, which emscripten's x86 intrinsics
 # headers translate to wasm SIMD (-msimd128). The NEON/MIPS/MSA files only hold stubs on this target.
-CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -I"$SRC" -Wall)
+CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -I"$SRC" -I"$ZSRC" -Wall)
 OBJ="$BUILD/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
 # sharpyuv/ is part of the encoder in 1.2.4 (its optional sharp RGB->YUV conversion); mux/demux are not needed.
 FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src/enc/*.c "$SRC"/sharpyuv/*.c |
   grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
+# Only zlib's inflate side: PNG image data is read, never written.
+ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
 # One object per file, as many at a time as there are cores; names keep the directory because dec/ and enc/
 # share some file names.
 compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
 export -f compile
 export OBJ CFLAGS_STRING="${CFLAGS[*]}"
-printf '%s\n' $FILES "$HERE/codec.c" |
+printf '%s\n' $FILES $ZFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/resize.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 
 # Standalone module: no emscripten JS glue (whose factory is asynchronous and ~20 KB of JS written for
@@ -83,7 +94,7 @@ emcc -O3 -msimd128 "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
   --no-entry -sSTANDALONE_WASM=1 -sALLOW_MEMORY_GROWTH=1 \
   -sINITIAL_MEMORY=1048576 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
   -sERROR_ON_UNDEFINED_SYMBOLS=0 \
-  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features
+  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed
 
 # ERROR_ON_UNDEFINED_SYMBOLS=0 lets write_output become an import; check that nothing else slipped through
 # as one (a missing libwebp file would otherwise only fail when the Worker instantiates the module).

@@ -26,10 +26,10 @@ import {
   pixelFormat,
 } from "./native";
 import { orientInPlace } from "./orient";
-import { decodePng, readPngHeader, truncatedPng } from "./png";
+import { decodePng, pngDecoderOverheadBytes, pngDecoderPlan, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
-import { createOpaqueRowDownscaler, createRowDownscaler, fitWithin } from "./resize";
-import { createWebpCodec, encodeMemoryBytes, type WebpCodec } from "./webp-codec";
+import { fitWithin } from "./resize";
+import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 import { readWebpHeader } from "./webp-header";
 
@@ -336,50 +336,92 @@ function allocateTarget(context: Context, width: number, height: number): Target
 }
 
 /**
- * Runs a row decoder of a `width × height` source into a newly allocated target at the output size; a
- * source `opaque` by its format takes the faster downscaler that ignores alpha.
+ * Creates the downscaler from a `width × height` source to a newly allocated target at the output size, both
+ * in the codec's memory. A source `opaque` by its format skips the alpha weighting; RGB sources (3 channels)
+ * are opaque.
+ */
+function createResizer(
+  context: Context,
+  width: number,
+  height: number,
+  options: { opaque: boolean; channels: 3 | 4; size?: { width: number; height: number } },
+): CodecResizer {
+  const size = options.size ?? fitWithin(width, height, context.maxEdge);
+  const target = allocateTarget(context, size.width, size.height);
+  const resizer = context.codecs.codec.createResizer(width, height, size.width, size.height, target.pointer, options);
+  if (!resizer) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+  return resizer;
+}
+
+/**
+ * Runs a row decoder of a `width × height` source into a newly allocated target at the output size. Each row
+ * the decoder pushes (`channels` bytes a pixel) is copied into the codec's memory and reduced there.
  */
 async function streamRows(
   context: Context,
   width: number,
   height: number,
   opaque: boolean,
-  decode: (push: (rgba: Uint8Array) => void) => void | Promise<void>,
-  size = fitWithin(width, height, context.maxEdge),
+  decode: (push: (row: Uint8Array) => void) => void | Promise<void>,
+  options: { size?: { width: number; height: number }; channels?: 3 | 4 } = {},
 ): Promise<void> {
-  const target = allocateTarget(context, size.width, size.height);
-  const codec = context.codecs.codec;
-  // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
-  const scaler = (opaque ? createOpaqueRowDownscaler : createRowDownscaler)(
-    width,
-    height,
-    size.width,
-    size.height,
-    codec.heap(target.pointer, size.width * size.height * 4),
-  );
-  await decode((rgba) => {
-    scaler.push(rgba);
-    if ((scaler.rowsPushed & 63) === 0) context.tick();
+  const channels = options.channels ?? 4;
+  const resizer = createResizer(context, width, height, {
+    opaque: opaque || channels === 3,
+    channels,
+    size: options.size,
   });
-  if (scaler.rowsPushed !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
+  try {
+    // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
+    const row = context.codecs.codec.heap(resizer.row, width * channels);
+    let pushed = 0;
+    await decode((source) => {
+      row.set(source.length === row.length ? source : source.subarray(0, row.length));
+      resizer.push();
+      pushed += 1;
+      if ((pushed & 63) === 0) context.tick();
+    });
+    if (pushed !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
+  } finally {
+    resizer.free();
+  }
 }
 
-/** PNG: rows streamed from the input; an interlaced image keeps its even rows (half of it) in scratch. */
+/**
+ * PNG: chunks read from the input stream, the image data inflated, unfiltered and reduced inside the codec
+ * (png.c), so neither the file nor a full-size row set exists; an interlaced image keeps its even rows (half
+ * of it) in the codec's memory beside the target.
+ */
 async function decodePngInput(input: ImageInput, context: Context): Promise<Orientation> {
   const reader = await openReader(input, truncatedPng);
   try {
     const header = await readPngHeader(reader);
     refuseSourcePixels(header.width, header.height);
-    let evenRows: Uint8Array | undefined;
+    const size = fitWithin(header.width, header.height, context.maxEdge);
     if (header.interlaced) {
-      const size = Math.ceil(header.height / 2) * header.width * 4;
-      if (size > context.scratchLeft())
-        throw tooLarge(header.width, header.height, Math.floor(context.scratchLeft() / 2), "an interlaced PNG");
-      evenRows = context.scratch(size);
+      const room = codecShareBytes - size.width * size.height * 4 - pngDecoderOverheadBytes;
+      // Even rows: 4 bytes a pixel for half the rows, 2 bytes per source pixel.
+      if (Math.ceil(header.height / 2) * header.width * 4 > room)
+        throw tooLarge(header.width, header.height, Math.floor(room / 2), "an interlaced PNG");
     }
-    await streamRows(context, header.width, header.height, !header.mayHaveAlpha, (push) =>
-      decodePng(header, reader, push, evenRows),
-    );
+    const resizer = createResizer(context, header.width, header.height, {
+      opaque: !header.mayHaveAlpha,
+      channels: 4,
+      size,
+    });
+    try {
+      const decoder = context.codecs.codec.createPngDecoder(pngDecoderPlan(header), resizer);
+      if (!decoder) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+      try {
+        await decodePng(header, reader, decoder, context.tick);
+      } finally {
+        decoder.free();
+      }
+      if (resizer.rowsPushed !== header.height)
+        throw new UnconvertibleImageError("The image data ends before its last row.");
+    } finally {
+      resizer.free();
+    }
     return header.orientation;
   } finally {
     await reader.cancel();
@@ -493,7 +535,8 @@ async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context
   // libjpeg's own buffers may have grown its memory, detaching views taken before the decode.
   const decoded = heapBytes(context.codecs.turbo, destination, need);
   const inverted = header.adobeTransform !== null;
-  const row = new Uint8Array(outWidth * 4);
+  const rowBytes = outWidth * channels;
+  const cmykRow = cmyk ? new Uint8Array(outWidth * 4) : null;
   // The target keeps the original's proportions (the M/8 scale rounds up its edges).
   await streamRows(
     context,
@@ -502,24 +545,22 @@ async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context
     true,
     (push) => {
       for (let y = 0; y < outHeight; y += 1) {
-        const source = decoded.subarray(y * outWidth * channels, (y + 1) * outWidth * channels);
-        for (let x = 0, i = 0, o = 0; x < outWidth; x += 1, i += channels, o += 4) {
-          if (cmyk) {
-            const k = source[i + 3] as number;
-            row[o] = Math.round(cmykChannel(source[i] as number, k, inverted));
-            row[o + 1] = Math.round(cmykChannel(source[i + 1] as number, k, inverted));
-            row[o + 2] = Math.round(cmykChannel(source[i + 2] as number, k, inverted));
-          } else {
-            row[o] = source[i] as number;
-            row[o + 1] = source[i + 1] as number;
-            row[o + 2] = source[i + 2] as number;
-          }
-          row[o + 3] = 255;
+        const source = decoded.subarray(y * rowBytes, (y + 1) * rowBytes);
+        if (!cmykRow) {
+          push(source);
+          continue;
         }
-        push(row);
+        for (let x = 0, i = 0; x < outWidth; x += 1, i += 4) {
+          const k = source[i + 3] as number;
+          cmykRow[i] = Math.round(cmykChannel(source[i] as number, k, inverted));
+          cmykRow[i + 1] = Math.round(cmykChannel(source[i + 1] as number, k, inverted));
+          cmykRow[i + 2] = Math.round(cmykChannel(source[i + 2] as number, k, inverted));
+          cmykRow[i + 3] = 255;
+        }
+        push(cmykRow);
       }
     },
-    target,
+    { size: target, channels: cmyk ? 4 : 3 },
   );
 }
 
@@ -545,7 +586,7 @@ async function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, cont
     scaled(height, n),
     true,
     (push) => decodeProgressive(bytes, plan, storage, push, memory),
-    target,
+    { size: target },
   );
 }
 

@@ -1,13 +1,14 @@
-import { Unzlib } from "fflate";
 import type { ByteReader } from "./byte-reader";
-import { UnconvertibleImageError } from "./errors";
+import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import { exifOrientation, type Orientation } from "./exif";
+import { type CodecPngDecoder, type PngDecoderPlan, pngStatus } from "./webp-codec";
 
 /**
- * A PNG reader that keeps memory proportional to one row: chunks are read from the stream as they come, the
- * zlib data is inflated a slice at a time and inflation stops at exactly the bytes the header implies, so a
- * decompression bomb costs no more than a real image of its size. Interlaced (Adam7) images keep the even
- * rows that passes 1–6 fill (half the image) and hand them on as pass 7 brings the odd rows between them.
+ * A PNG reader that keeps memory proportional to one row: chunks are read from the stream as they come, and
+ * the image data goes a buffer at a time to the codec's decoder (wasm/webp/png.c: zlib, unfiltering, RGBA,
+ * rows into the resizer), which stops inflating at the last row, so a decompression bomb costs no more than a
+ * real image of its size. Interlaced (Adam7) images keep the even rows that passes 1–6 fill (half the image)
+ * and hand them on as pass 7 brings the odd rows between them.
  */
 
 /** The IHDR fields and the ancillary chunks the conversion needs, read before the first image data. */
@@ -26,7 +27,6 @@ export type PngHeader = {
   firstDataLength: number;
 };
 
-const channelsOf: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
 const allowedDepths: Record<number, number[]> = {
   0: [1, 2, 4, 8, 16],
   2: [8, 16],
@@ -112,266 +112,80 @@ export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
   }
 }
 
-function paeth(a: number, b: number, c: number): number {
-  const p = a + b - c;
-  const pa = Math.abs(p - a);
-  const pb = Math.abs(p - b);
-  const pc = Math.abs(p - c);
-  return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-}
-
-/** Reverses one scanline's filter in place (`previous` is the unfiltered line above, zeros for the first). */
-function unfilter(filter: number, line: Uint8Array, previous: Uint8Array, bytesPerPixel: number): void {
-  const length = line.length;
-  switch (filter) {
-    case 0:
-      return;
-    case 1:
-      for (let i = bytesPerPixel; i < length; i += 1)
-        line[i] = ((line[i] as number) + (line[i - bytesPerPixel] as number)) & 255;
-      return;
-    case 2:
-      for (let i = 0; i < length; i += 1) line[i] = ((line[i] as number) + (previous[i] as number)) & 255;
-      return;
-    case 3:
-      for (let i = 0; i < length; i += 1) {
-        const left = i >= bytesPerPixel ? (line[i - bytesPerPixel] as number) : 0;
-        line[i] = ((line[i] as number) + ((left + (previous[i] as number)) >> 1)) & 255;
-      }
-      return;
-    case 4:
-      for (let i = 0; i < length; i += 1) {
-        const left = i >= bytesPerPixel ? (line[i - bytesPerPixel] as number) : 0;
-        const upLeft = i >= bytesPerPixel ? (previous[i - bytesPerPixel] as number) : 0;
-        line[i] = ((line[i] as number) + paeth(left, previous[i] as number, upLeft)) & 255;
-      }
-      return;
-    default:
-      throw unreadable(`a scanline uses the unknown filter type ${filter}`);
-  }
-}
-
-/** Converts one unfiltered scanline of `width` pixels to RGBA8 (16-bit samples keep their high byte). */
-function toRgba(header: PngHeader, line: Uint8Array, width: number, out: Uint8Array): void {
-  const { bitDepth, colorType } = header;
-  const trns = header.transparency;
-  const wide = bitDepth === 16;
-  const sample = (index: number) =>
-    wide ? ((line[index * 2] as number) << 8) | (line[index * 2 + 1] as number) : (line[index] as number);
-  const high = (index: number) => (wide ? (line[index * 2] as number) : (line[index] as number));
-  if (colorType === 0 || colorType === 3) {
-    const max = (1 << bitDepth) - 1;
-    const transparentGray =
-      colorType === 0 && trns && trns.length >= 2 ? ((trns[0] as number) << 8) | (trns[1] as number) : -1;
-    const palette = header.palette as Uint8Array;
-    for (let x = 0; x < width; x += 1) {
-      let value: number;
-      if (bitDepth < 8) {
-        const bit = x * bitDepth;
-        value = ((line[bit >> 3] as number) >> (8 - bitDepth - (bit & 7))) & max;
-      } else {
-        value = sample(x);
-      }
-      const o = x * 4;
-      if (colorType === 3) {
-        if (value * 3 + 2 >= palette.length) throw unreadable("a pixel refers to a colour outside the palette");
-        out[o] = palette[value * 3] as number;
-        out[o + 1] = palette[value * 3 + 1] as number;
-        out[o + 2] = palette[value * 3 + 2] as number;
-        out[o + 3] = trns && value < trns.length ? (trns[value] as number) : 255;
-      } else {
-        const gray = bitDepth < 8 ? Math.round((value * 255) / max) : wide ? value >> 8 : value;
-        out[o] = gray;
-        out[o + 1] = gray;
-        out[o + 2] = gray;
-        out[o + 3] = value === transparentGray ? 0 : 255;
-      }
-    }
-    return;
-  }
-  if (colorType === 2) {
-    const key =
-      trns && trns.length >= 6
-        ? [
-            ((trns[0] as number) << 8) | (trns[1] as number),
-            ((trns[2] as number) << 8) | (trns[3] as number),
-            ((trns[4] as number) << 8) | (trns[5] as number),
-          ]
-        : null;
-    for (let x = 0; x < width; x += 1) {
-      const o = x * 4;
-      out[o] = high(x * 3);
-      out[o + 1] = high(x * 3 + 1);
-      out[o + 2] = high(x * 3 + 2);
-      out[o + 3] =
-        key && sample(x * 3) === key[0] && sample(x * 3 + 1) === key[1] && sample(x * 3 + 2) === key[2] ? 0 : 255;
-    }
-    return;
-  }
-  const channels = colorType === 4 ? 2 : 4;
-  for (let x = 0; x < width; x += 1) {
-    const o = x * 4;
-    const i = x * channels;
-    if (channels === 2) {
-      const gray = high(i);
-      out[o] = gray;
-      out[o + 1] = gray;
-      out[o + 2] = gray;
-      out[o + 3] = high(i + 1);
-    } else {
-      out[o] = high(i);
-      out[o + 1] = high(i + 1);
-      out[o + 2] = high(i + 2);
-      out[o + 3] = high(i + 3);
-    }
-  }
-}
-
-/** Bytes of one packed scanline (without its filter byte) for `width` pixels. */
-function lineBytes(header: PngHeader, width: number): number {
-  return Math.ceil((width * (channelsOf[header.colorType] as number) * header.bitDepth) / 8);
-}
-
 /**
- * Input slice per inflate step. Deflate expands at most ~1032×, so one step yields at most ~8.5 MB however
- * the data was crafted, and inflating stops as soon as the last row is complete.
+ * Memory a PNG decoder takes in the codec besides the target and an interlaced image's even rows: zlib's
+ * state and window, png.c's input and output windows, two scanlines and a row (65,535 pixels of 16-bit
+ * RGBA at most), with room to spare.
  */
-const inflateSlice = 8 * 1024;
+export const pngDecoderOverheadBytes = 2_000_000;
 
-/** Adam7 passes: start and step in x and y. */
-const adam7 = [
-  [0, 0, 8, 8],
-  [4, 0, 8, 8],
-  [0, 4, 4, 8],
-  [2, 0, 4, 4],
-  [0, 2, 2, 4],
-  [1, 0, 2, 2],
-  [0, 1, 1, 2],
-] as const;
+/** What png.c needs from the header. */
+export function pngDecoderPlan(header: PngHeader): PngDecoderPlan {
+  const trns = header.transparency;
+  const word = (at: number) =>
+    trns && trns.length >= at + 2 ? ((trns[at] as number) << 8) | (trns[at + 1] as number) : -1;
+  return {
+    width: header.width,
+    height: header.height,
+    bitDepth: header.bitDepth,
+    colorType: header.colorType,
+    interlaced: header.interlaced,
+    paletteEntries: header.colorType === 3 ? (header.palette as Uint8Array).length / 3 : 0,
+    grayKey: header.colorType === 0 ? word(0) : -1,
+    rgbKey: header.colorType === 2 && trns && trns.length >= 6 ? [word(0), word(2), word(4)] : [-1, -1, -1],
+  };
+}
+
+const damaged = (why: string) => new UnconvertibleImageError(`The PNG file is damaged: ${why}.`);
 
 /**
- * Decodes the image from the reader (positioned by `readPngHeader`), calling `row(rgba)` once per row, top to
- * bottom. An interlaced image needs `evenRows`, `ceil(height / 2) × width × 4` bytes, for the rows that passes
- * 1–6 fill before pass 7 brings the odd ones.
+ * Feeds the image data from the reader (positioned by `readPngHeader`) to the codec's PNG decoder, which
+ * hands each row to its resizer. Stops reading at the last row: data after it is never inflated.
  */
 export async function decodePng(
   header: PngHeader,
   reader: ByteReader,
-  row: (rgba: Uint8Array) => void,
-  evenRows?: Uint8Array,
+  decoder: CodecPngDecoder,
+  tick: () => void,
 ): Promise<void> {
-  const bytesPerPixel = Math.max(1, ((channelsOf[header.colorType] as number) * header.bitDepth) >> 3);
-  const passes = header.interlaced
-    ? adam7
-        .map(([x0, y0, dx, dy]) => ({
-          x0,
-          y0,
-          dx,
-          dy,
-          width: Math.ceil((header.width - x0) / dx),
-          height: Math.ceil((header.height - y0) / dy),
-        }))
-        .filter((p) => p.width > 0 && p.height > 0)
-    : [{ x0: 0, y0: 0, dx: 1, dy: 1, width: header.width, height: header.height }];
-  const rowBytes = header.width * 4;
-  if (header.interlaced && (!evenRows || evenRows.length < Math.ceil(header.height / 2) * rowBytes))
-    throw new Error("interlaced PNGs need a buffer for their even rows");
-  const widest = lineBytes(header, header.width);
-  let previous = new Uint8Array(widest);
-  let line = new Uint8Array(widest);
-  const rgba = new Uint8Array(rowBytes);
-  let passIndex = 0;
-  let rowInPass = 0;
-  let filled = -1; // -1: the filter byte comes next
-  let filter = 0;
-  let finished = passes.length === 0;
-  let nextEvenRow = 0; // interlaced: the next even row to hand on
-
-  const handOnEvenRowsBefore = (y: number) => {
-    const even = evenRows as Uint8Array;
-    for (; nextEvenRow < y && nextEvenRow < header.height; nextEvenRow += 2) {
-      const at = (nextEvenRow >> 1) * rowBytes;
-      row(even.subarray(at, at + rowBytes));
+  if (header.palette) {
+    const table = decoder.palette();
+    const entries = header.palette.length / 3;
+    for (let i = 0; i < entries; i += 1) {
+      table.set(header.palette.subarray(i * 3, i * 3 + 3), i * 4);
+      table[i * 4 + 3] =
+        header.transparency && i < header.transparency.length ? (header.transparency[i] as number) : 255;
     }
-  };
-
-  const completeLine = () => {
-    const pass = passes[passIndex] as (typeof passes)[number];
-    const length = lineBytes(header, pass.width);
-    const current = line.subarray(0, length);
-    unfilter(filter, current, previous.subarray(0, length), bytesPerPixel);
-    toRgba(header, current, pass.width, rgba);
-    const y = pass.y0 + rowInPass * pass.dy;
-    if (!header.interlaced) {
-      row(rgba);
-    } else if ((y & 1) === 1) {
-      handOnEvenRowsBefore(y);
-      row(rgba);
-    } else {
-      const even = evenRows as Uint8Array;
-      const base = (y >> 1) * rowBytes;
-      for (let i = 0; i < pass.width; i += 1) {
-        const target = base + (pass.x0 + i * pass.dx) * 4;
-        even[target] = rgba[i * 4] as number;
-        even[target + 1] = rgba[i * 4 + 1] as number;
-        even[target + 2] = rgba[i * 4 + 2] as number;
-        even[target + 3] = rgba[i * 4 + 3] as number;
-      }
-    }
-    [previous, line] = [line, previous];
-    rowInPass += 1;
-    if (rowInPass === pass.height) {
-      passIndex += 1;
-      rowInPass = 0;
-      previous.fill(0);
-      finished = passIndex === passes.length;
-      if (finished && header.interlaced) handOnEvenRowsBefore(header.height);
-    }
-  };
-
-  const consume = (piece: Uint8Array) => {
-    let at = 0;
-    while (at < piece.length && !finished) {
-      const pass = passes[passIndex] as (typeof passes)[number];
-      if (filled < 0) {
-        filter = piece[at] as number;
-        at += 1;
-        filled = 0;
-        continue;
-      }
-      const length = lineBytes(header, pass.width);
-      const take = Math.min(length - filled, piece.length - at);
-      line.set(piece.subarray(at, at + take), filled);
-      filled += take;
-      at += take;
-      if (filled === length) {
-        filled = -1;
-        completeLine();
-      }
-    }
-    // Inflated bytes after the last scanline are ignored, as libpng does.
-  };
-
-  const inflater = new Unzlib((piece) => consume(piece));
+  }
   let dataLeft = header.firstDataLength;
-  try {
-    while (!finished) {
-      if (dataLeft === 0) {
-        await reader.skip(4); // the CRC
-        const next = await readChunkHeader(reader);
-        if (next.type !== "IDAT") break;
-        dataLeft = next.length;
-        continue;
-      }
-      const slice = await reader.takeSome(Math.min(dataLeft, inflateSlice));
-      dataLeft -= slice.length;
-      inflater.push(slice);
+  for (;;) {
+    if (dataLeft === 0) {
+      await reader.skip(4); // the CRC
+      const next = await readChunkHeader(reader);
+      if (next.type !== "IDAT") break;
+      dataLeft = next.length;
+      continue;
     }
-  } catch (error) {
-    if (error instanceof UnconvertibleImageError) throw error;
-    throw new UnconvertibleImageError("The PNG file is damaged: its compressed image data cannot be read.");
+    const slice = await reader.takeSome(Math.min(dataLeft, decoder.inputBytes));
+    dataLeft -= slice.length;
+    const status = decoder.feed(slice);
+    tick();
+    switch (status) {
+      case pngStatus.finished:
+        return;
+      case pngStatus.needInput:
+        continue;
+      case pngStatus.badFilter:
+        throw unreadable("a scanline uses an unknown filter type");
+      case pngStatus.badPaletteIndex:
+        throw unreadable("a pixel refers to a colour outside the palette");
+      case pngStatus.noMemory:
+        throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+      case pngStatus.dataEndsEarly:
+        throw damaged("its image data ends before the last row");
+      default:
+        throw damaged("its compressed image data cannot be read");
+    }
   }
-  if (!finished) {
-    throw new UnconvertibleImageError("The PNG file is damaged: its image data ends before the last row.");
-  }
+  throw damaged("its image data ends before the last row");
 }

@@ -21,6 +21,38 @@ type CodecExports = {
   encode_rgba(pointer: number, width: number, height: number, quality: number, method: number): number;
   decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
   get_features(file: number, size: number, out: number): number;
+  resizer_create(
+    sourceWidth: number,
+    sourceHeight: number,
+    targetWidth: number,
+    targetHeight: number,
+    out: number,
+    opaque: number,
+    channels: number,
+  ): number;
+  resizer_free(resizer: number): void;
+  resizer_row(resizer: number): number;
+  resizer_push(resizer: number): number;
+  resizer_saw_transparency(resizer: number): number;
+  resizer_rows_pushed(resizer: number): number;
+  png_create(
+    width: number,
+    height: number,
+    bitDepth: number,
+    colorType: number,
+    interlaced: number,
+    paletteEntries: number,
+    grayKey: number,
+    redKey: number,
+    greenKey: number,
+    blueKey: number,
+    resizer: number,
+  ): number;
+  png_free(png: number): void;
+  png_palette(png: number): number;
+  png_input(png: number): number;
+  png_input_size(): number;
+  png_feed(png: number, size: number): number;
   _initialize(): void;
 };
 
@@ -82,6 +114,56 @@ export type WebpFeatures = {
 /** Encoder settings: quality 0–100, method 0–6 (default 2, see encoder.ts for why). */
 export type WebpEncodeOptions = { quality: number; method?: number };
 
+/**
+ * The streaming area-average downscaler (resize.c): source rows are written to `row` (sourceWidth ×
+ * channels bytes in the codec's memory) and pushed one at a time; target rows land in the RGBA target.
+ */
+export type CodecResizer = {
+  /** The C object (png.c hands its rows to it directly). */
+  readonly handle: number;
+  /** Where the next source row goes. */
+  readonly row: number;
+  /** Consumes the row at `row`. */
+  push(): void;
+  readonly rowsPushed: number;
+  /** Whether a written target pixel has alpha below 255. */
+  sawTransparency(): boolean;
+  free(): void;
+};
+
+/** The PNG image data decoder (png.c): IDAT bytes in, rows into a resizer. */
+export type CodecPngDecoder = {
+  /** The 256 RGBA entries of the palette, transparency applied, filled before the first feed. */
+  palette(): Uint8Array;
+  /** Inflates up to `inputBytes` of IDAT data; returns a `pngStatus` code. */
+  feed(data: Uint8Array): number;
+  readonly inputBytes: number;
+  free(): void;
+};
+
+/** What png.c's png_feed answers. */
+export const pngStatus = {
+  needInput: 0,
+  finished: 1,
+  badData: -1,
+  badFilter: -2,
+  badPaletteIndex: -3,
+  dataEndsEarly: -4,
+  noMemory: -5,
+} as const;
+
+/** What a PNG decoder needs from the header (tRNS keys: -1 when absent). */
+export type PngDecoderPlan = {
+  width: number;
+  height: number;
+  bitDepth: number;
+  colorType: number;
+  interlaced: boolean;
+  paletteEntries: number;
+  grayKey: number;
+  rgbKey: [number, number, number];
+};
+
 /** One libwebp instance and the operations the conversion pipeline needs. */
 export type WebpCodec = {
   /** Allocates `size` bytes in the codec's heap; 0 when the memory cannot grow that far. */
@@ -109,6 +191,21 @@ export type WebpCodec = {
   decodeScaled(file: number, size: number, out: number, width: number, height: number): number;
   /** Reads the header of the WebP file at `file` (`size` bytes); null when it is not a readable WebP. */
   features(file: number, size: number): WebpFeatures | null;
+  /**
+   * A downscaler from `sourceWidth × sourceHeight` rows of `channels` (3: RGB, opaque; 4: RGBA) bytes a pixel
+   * to the `targetWidth × targetHeight` RGBA at `out`; null when memory runs out. Its row buffer is
+   * allocated here, so views taken before may detach.
+   */
+  createResizer(
+    sourceWidth: number,
+    sourceHeight: number,
+    targetWidth: number,
+    targetHeight: number,
+    out: number,
+    options: { opaque: boolean; channels: 3 | 4 },
+  ): CodecResizer | null;
+  /** A PNG data decoder handing its rows to `resizer` (whose source size is the image's); null without memory. */
+  createPngDecoder(plan: PngDecoderPlan, resizer: CodecResizer): CodecPngDecoder | null;
 };
 
 const formats = ["mixed", "lossy", "lossless"] as const;
@@ -241,5 +338,57 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     encode,
     decodeScaled: (file, size, out, width, height) => exports.decode_scaled(file, size, out, width, height),
     features,
+    createResizer(sourceWidth, sourceHeight, targetWidth, targetHeight, out, { opaque, channels }) {
+      const handle = exports.resizer_create(
+        sourceWidth,
+        sourceHeight,
+        targetWidth,
+        targetHeight,
+        out,
+        opaque ? 1 : 0,
+        channels,
+      );
+      if (handle === 0) return null;
+      return {
+        handle,
+        row: exports.resizer_row(handle),
+        push() {
+          if (exports.resizer_push(handle) < 0) throw new RangeError("more rows than the source height");
+        },
+        get rowsPushed() {
+          return exports.resizer_rows_pushed(handle);
+        },
+        sawTransparency: () => exports.resizer_saw_transparency(handle) !== 0,
+        free: () => exports.resizer_free(handle),
+      };
+    },
+    createPngDecoder(plan, resizer) {
+      const handle = exports.png_create(
+        plan.width,
+        plan.height,
+        plan.bitDepth,
+        plan.colorType,
+        plan.interlaced ? 1 : 0,
+        plan.paletteEntries,
+        plan.grayKey,
+        plan.rgbKey[0],
+        plan.rgbKey[1],
+        plan.rgbKey[2],
+        resizer.handle,
+      );
+      if (handle === 0) return null;
+      const input = exports.png_input(handle);
+      const inputBytes = exports.png_input_size();
+      return {
+        palette: () => heap(exports.png_palette(handle), 256 * 4),
+        inputBytes,
+        feed(data) {
+          if (data.length > inputBytes) throw new RangeError("more PNG data than the decoder's input buffer");
+          heap(input, data.length).set(data); // zlib may have grown the memory: a fresh view each time
+          return exports.png_feed(handle, data.length);
+        },
+        free: () => exports.png_free(handle),
+      };
+    },
   };
 }
