@@ -315,6 +315,7 @@ async function snapshotProject(dir) {
   const paths = [
     "src",
     "migrations",
+    "public",
     "scripts/bench-worker.ts",
     "scripts/counting-bindings.ts",
     "wrangler.toml",
