@@ -1,10 +1,16 @@
+/** Buffer size of a streamed reader, and the least free space a read is given. */
+const minimumBuffer = 64 * 1024;
+const minimumRead = 16 * 1024;
+
 /**
  * A forward-only reader over an image's bytes as they arrive (the R2 object's body), so row decoders hold
  * what one step needs instead of the whole file. What a caller asks for at once is bounded by the caller
  * (a chunk header, a GIF sub-block, one BMP row), never by a number read from the file.
  */
 export class ByteReader {
-  private readonly chunks: AsyncIterator<Uint8Array> | null;
+  /** A byte stream (the R2 body) is read into `buffer` itself: no new buffer per chunk, so no garbage. */
+  private readonly byob: ReadableStreamBYOBReader | null = null;
+  private readonly chunks: AsyncIterator<Uint8Array> | null = null;
   private buffer: Uint8Array;
   private start = 0;
   private end = 0;
@@ -21,13 +27,16 @@ export class ByteReader {
     private readonly truncated: () => Error,
   ) {
     if (ArrayBuffer.isView(source)) {
-      this.chunks = null;
       this.buffer = source;
       this.end = source.length;
       this.ended = true;
-    } else {
-      this.chunks = source[Symbol.asyncIterator]();
-      this.buffer = new Uint8Array(0);
+      return;
+    }
+    this.buffer = new Uint8Array(0);
+    try {
+      this.byob = source.getReader({ mode: "byob" });
+    } catch {
+      this.chunks = source[Symbol.asyncIterator](); // not a byte stream
     }
   }
 
@@ -39,14 +48,45 @@ export class ByteReader {
   /** Buffers at least `count` bytes; false when the file ends first. */
   async ensure(count: number): Promise<boolean> {
     while (this.end - this.start < count) {
-      if (this.ended || !this.chunks) return false;
-      const next = await this.chunks.next();
+      if (this.ended) return false;
+      if (this.byob) {
+        if (!(await this.readInPlace(count))) return false;
+        continue;
+      }
+      const next = await (this.chunks as AsyncIterator<Uint8Array>).next();
       if (next.done) {
         this.ended = true;
         return false;
       }
       this.append(next.value);
     }
+    return true;
+  }
+
+  /** One BYOB read into the free end of `buffer`, made room for `count` unconsumed bytes first. */
+  private async readInPlace(count: number): Promise<boolean> {
+    const kept = this.end - this.start;
+    const size = Math.max(count, minimumBuffer);
+    if (this.buffer.length - this.end < size - kept || this.buffer.length - this.end < minimumRead) {
+      if (this.buffer.length >= size && this.buffer.length - kept >= minimumRead) {
+        this.buffer.copyWithin(0, this.start, this.end);
+      } else {
+        const grown = new Uint8Array(Math.max(size, kept + minimumRead));
+        grown.set(this.buffer.subarray(this.start, this.end));
+        this.buffer = grown;
+      }
+      this.start = 0;
+      this.end = kept;
+    }
+    const free = new Uint8Array(this.buffer.buffer, this.end, this.buffer.length - this.end);
+    const { value, done } = await (this.byob as ReadableStreamBYOBReader).read(free);
+    // The read transfers the buffer: the same memory comes back under a new ArrayBuffer.
+    if (value) this.buffer = new Uint8Array(value.buffer, 0, value.buffer.byteLength);
+    if (done) {
+      this.ended = true;
+      return false;
+    }
+    this.end += value?.length ?? 0;
     return true;
   }
 
@@ -85,6 +125,7 @@ export class ByteReader {
   async cancel(): Promise<void> {
     this.ended = true;
     await this.chunks?.return?.();
+    await this.byob?.cancel().catch(() => {}); // a stream already closed or errored has nothing left to stop
   }
 
   private append(chunk: Uint8Array): void {

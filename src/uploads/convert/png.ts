@@ -166,7 +166,9 @@ export async function decodePng(
       dataLeft = next.length;
       continue;
     }
-    const slice = await reader.takeSome(Math.min(dataLeft, decoder.inputBytes));
+    // Whole input buffers where the data allows: each feed crosses into the codec once.
+    const want = Math.min(dataLeft, decoder.inputBytes);
+    const slice = (await reader.ensure(want)) ? reader.takeBuffered(want) : await reader.takeSome(want);
     dataLeft -= slice.length;
     const status = decoder.feed(slice);
     tick();

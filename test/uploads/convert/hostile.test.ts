@@ -25,9 +25,10 @@ describe("decompression is bounded by what the header implies", () => {
     const input = chunked(bomb);
     const out = await convertToWebp(input, "png", { maxEdge: 2560 });
     expect([out.width, out.height]).toEqual([1, 1]);
-    // The compressed stream is ~3.4 MB; inflation stops after the one row the header implies.
+    // The compressed stream is ~3.4 MB; inflation stops after the one row the header implies, so what is
+    // read is the header and the decoder's first 64 KiB input buffer, give or take a stream chunk.
     expect(bomb.length).toBeGreaterThan(3_000_000);
-    expect(input.delivered()).toBeLessThan(64 * 1024);
+    expect(input.delivered()).toBeLessThan(2 * 64 * 1024);
   });
 });
 
