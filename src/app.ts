@@ -1,5 +1,5 @@
 import { Scalar } from "@scalar/hono-api-reference";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
@@ -21,6 +21,33 @@ export const apiBasePath = "/api/v1";
 
 /** Largest JSON body a bearer route reads; larger ones are refused before parsing. */
 const maxJsonBodyBytes = 1024 * 1024;
+
+/**
+ * The reference page: Scalar from the Worker's own static assets (public/vendor, copied from the pinned npm
+ * package), without its web fonts and telemetry, so the page needs no host but this one.
+ */
+const referencePage = Scalar({
+  url: `${apiBasePath}/openapi.json`,
+  pageTitle: "Storefront Checkout API",
+  cdn: "/vendor/scalar/standalone.js",
+  withDefaultFonts: false,
+  telemetry: false,
+  // A short list of operations: every tag open shows them all at once in the sidebar.
+  defaultOpenAllTags: true,
+});
+
+/**
+ * The browser refuses whatever the page would load from another host, so a Scalar update that starts
+ * fetching from a CDN shows up as a broken page in the browser test rather than as a silent dependency.
+ * Inline script and style are Scalar's own start-up code and theme.
+ */
+const referencePageHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  c.header(
+    "Content-Security-Policy",
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'",
+  );
+};
 
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
@@ -49,17 +76,24 @@ function createApi() {
     description:
       "An API token of the store, as `Authorization: Bearer <token>`. Each edge isolate remembers a verified token for up to `TOKEN_CACHE_SECONDS` (30 by default), so revoking a token or changing its stores or abilities takes effect within that time; an unknown token is remembered as unknown for a few seconds.",
   });
+  api.openAPIRegistry.registerComponent("securitySchemes", "uploadToken", {
+    type: "apiKey",
+    in: "header",
+    name: "X-Upload-Token",
+    description:
+      "The one-upload token a reservation answers in `upload_request.headers`; it authorizes the byte PUTs of that upload only. The API token is never sent there.",
+  });
   api.doc31("/openapi.json", (c) => ({
     openapi: "3.1.0",
     info: {
       title: "Storefront Checkout API",
       version: "1.0.0",
       description:
-        "Hosted checkout media, custom-field deletion, product publishing, cross-sell and subscription lists. Every route but the byte PUT needs `Authorization: Bearer <token>`.",
+        "Hosted checkout media, custom-field deletion, product publishing, cross-sell and subscription lists. Every route but the byte PUTs needs `Authorization: Bearer <token>`; those take the upload's `X-Upload-Token` instead.",
     },
     servers: [{ url: new URL(apiBasePath, c.req.url).toString() }],
   }));
-  api.get("/docs", Scalar({ url: `${apiBasePath}/openapi.json`, pageTitle: "Storefront Checkout API" }));
+  api.get("/docs", referencePageHeaders, referencePage);
   return api;
 }
 
