@@ -9,6 +9,7 @@ import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { apiCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
+import { documentResponsesAsSent } from "./http/route";
 import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
 import { crossSellRoutes } from "./products/cross-sells/routes";
@@ -49,6 +50,20 @@ const referencePageHeaders: MiddlewareHandler<AppEnv> = async (c, next) => {
   );
 };
 
+/** The document's own fields; `serverUrl` is the API's base URL as the caller reached it. */
+function openApiObject(serverUrl: string) {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Storefront Checkout API",
+      version: "1.0.0",
+      description:
+        "Hosted checkout media, custom-field deletion, product publishing, cross-sell and subscription lists. Every route but the byte PUTs needs `Authorization: Bearer <token>`; those take the upload's `X-Upload-Token` instead.",
+    },
+    servers: [{ url: serverUrl }],
+  };
+}
+
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
   const api = createRouter();
@@ -83,16 +98,10 @@ function createApi() {
     description:
       "The one-upload token a reservation answers in `upload_request.headers`; it authorizes the byte PUTs of that upload only. The API token is never sent there.",
   });
-  api.doc31("/openapi.json", (c) => ({
-    openapi: "3.1.0",
-    info: {
-      title: "Storefront Checkout API",
-      version: "1.0.0",
-      description:
-        "Hosted checkout media, custom-field deletion, product publishing, cross-sell and subscription lists. Every route but the byte PUTs needs `Authorization: Bearer <token>`; those take the upload's `X-Upload-Token` instead.",
-    },
-    servers: [{ url: new URL(apiBasePath, c.req.url).toString() }],
-  }));
+  api.get("/openapi.json", (c) => {
+    const document = api.getOpenAPI31Document(openApiObject(new URL(apiBasePath, c.req.url).toString()));
+    return c.json(documentResponsesAsSent(document));
+  });
   api.get("/docs", referencePageHeaders, referencePage);
   return api;
 }

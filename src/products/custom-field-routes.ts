@@ -25,10 +25,11 @@ const { $schema: _dialect, ...draftVersionSchema }: Record<string, unknown> = z.
 });
 const draftVersionBody = { required: true, content: { "application/json": { schema: draftVersionSchema } } };
 
-function liveRoute<P extends z.ZodObject>(path: string, summary: string, params: P) {
+function liveRoute<P extends z.ZodObject>(operationId: string, path: string, summary: string, params: P) {
   return bearerRoute({
     method: "delete",
     path,
+    operationId,
     summary,
     description:
       "Deletes a live custom field by name. 409 while the product has a draft: delete the field on the draft instead, or publish or delete the draft first.",
@@ -39,10 +40,11 @@ function liveRoute<P extends z.ZodObject>(path: string, summary: string, params:
   });
 }
 
-function draftRoute<P extends z.ZodObject>(path: string, summary: string, params: P) {
+function draftRoute<P extends z.ZodObject>(operationId: string, path: string, summary: string, params: P) {
   return bearerRoute({
     method: "delete",
     path,
+    operationId,
     summary,
     description:
       "Deletes a custom field of the product's draft overlay. The body carries the current `draft_version`; a stale one answers 409 and a success bumps it by one.",
@@ -78,6 +80,7 @@ async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOw
 export const customFieldRoutes = createRouter()
   .openapi(
     liveRoute(
+      "deleteProductCustomField",
       "/products/{productId}/custom-fields/{name}",
       "Delete a product custom field",
       z.object({ productId, name }),
@@ -89,6 +92,7 @@ export const customFieldRoutes = createRouter()
   )
   .openapi(
     liveRoute(
+      "deleteWaitlistCustomField",
       "/products/{productId}/waitlist-custom-fields/{name}",
       "Delete a waitlist custom field",
       z.object({ productId, name }),
@@ -100,6 +104,7 @@ export const customFieldRoutes = createRouter()
   )
   .openapi(
     liveRoute(
+      "deleteVariantCustomField",
       "/product-variants/{id}/custom-fields/{name}",
       "Delete a variant custom field",
       z.object({ id: variantId, name }),
@@ -118,6 +123,7 @@ export const customFieldRoutes = createRouter()
   )
   .openapi(
     draftRoute(
+      "deleteDraftProductCustomField",
       "/products/{productId}/draft/custom-fields/{name}",
       "Delete a product custom field on the draft",
       z.object({ productId, name }),
@@ -129,6 +135,7 @@ export const customFieldRoutes = createRouter()
   )
   .openapi(
     draftRoute(
+      "deleteDraftWaitlistCustomField",
       "/products/{productId}/draft/waitlist-custom-fields/{name}",
       "Delete a waitlist custom field on the draft",
       z.object({ productId, name }),
@@ -140,6 +147,7 @@ export const customFieldRoutes = createRouter()
   )
   .openapi(
     draftRoute(
+      "deleteDraftVariantCustomField",
       "/products/{productId}/draft/variants/{id}/custom-fields/{name}",
       "Delete a variant custom field on the draft",
       z.object({ productId, id: variantId, name }),

@@ -35,6 +35,7 @@ export const productRoutes = createRouter()
     bearerRoute({
       method: "get",
       path: "/products/{id}",
+      operationId: "getProduct",
       summary: "Read a product",
       description: "The live product. Archived products and other stores' products are not found.",
       tags: ["Products"],
@@ -55,6 +56,7 @@ export const productRoutes = createRouter()
     bearerRoute({
       method: "get",
       path: "/products/{id}/draft",
+      operationId: "getProductDraft",
       summary: "Read a product's draft overlay",
       description: "The overlay in the Product shape plus `draft_version`, which the `ETag` header carries too.",
       tags: ["Products"],
@@ -82,6 +84,7 @@ export const productRoutes = createRouter()
     bearerRoute({
       method: "delete",
       path: "/products/{id}/draft",
+      operationId: "deleteProductDraft",
       summary: "Delete a product's draft overlay",
       description:
         "Drops the overlay, as a 409 on a live write or a stale publish suggests. Any request body is ignored.",
@@ -104,6 +107,7 @@ export const productRoutes = createRouter()
     bearerRoute({
       method: "post",
       path: "/products/{id}/publish",
+      operationId: "publishProduct",
       summary: "Publish a product",
       description:
         "Persists the draft overlay as the live product (or publishes / re-saves the live product when there is none) and answers the live product. Checks in order: 404 → 422 no active plan → 409 stale overlay → project platform (422 account not connected, 422 errors.wall_id / errors.footer_id) → course connects and disconnects (502 when the platform is unavailable; retrying is safe) → persist. A draft slug taken meanwhile is stored as `<slug>-2`, `-3`, …",

@@ -11,6 +11,7 @@ const SubscriptionList = z.object({ items: z.array(Subscription), pagination: Pa
 const listRoute = bearerRoute({
   method: "get",
   path: "/subscriptions",
+  operationId: "listSubscriptions",
   summary: "List a store's subscriptions",
   description: [
     "Newest first unless `sort` says otherwise. Every subscription of the store is listed, including ones the customer hid from their portal.",

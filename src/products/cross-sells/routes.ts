@@ -19,10 +19,11 @@ const Query = z.object({
 });
 const CrossSellList = z.object({ items: z.array(CrossSell), pagination: Pagination }).openapi("CrossSellList");
 
-function listRoute(path: string, summary: string, description: string) {
+function listRoute(operationId: string, path: string, summary: string, description: string) {
   return bearerRoute({
     method: "get",
     path,
+    operationId,
     summary,
     description,
     tags: ["Cross-sells"],
@@ -40,20 +41,28 @@ const listRules =
 
 /** Cross-sell lists of a product, live and on its draft overlay. */
 export const crossSellRoutes = createRouter()
-  .openapi(listRoute("/products/{productId}/cross-sells", "List a product's cross-sells", listRules), async (c) => {
-    const { productId } = c.req.valid("param");
-    const { page, per_page: perPage } = c.req.valid("query");
-    const db = c.var.db;
-    const [productRows, rows, counted] = await db.batch([
-      productInScope(db, productId, c.var.caller.scope),
-      ...liveCrossSellQueries(db, productId, page, perPage),
-    ]);
-    foundProduct(productRows, productId);
-    const { items, total } = liveCrossSellPage(rows, counted);
-    return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
-  })
   .openapi(
-    listRoute("/products/{productId}/draft/cross-sells", "List the cross-sells of a product's draft", listRules),
+    listRoute("listProductCrossSells", "/products/{productId}/cross-sells", "List a product's cross-sells", listRules),
+    async (c) => {
+      const { productId } = c.req.valid("param");
+      const { page, per_page: perPage } = c.req.valid("query");
+      const db = c.var.db;
+      const [productRows, rows, counted] = await db.batch([
+        productInScope(db, productId, c.var.caller.scope),
+        ...liveCrossSellQueries(db, productId, page, perPage),
+      ]);
+      foundProduct(productRows, productId);
+      const { items, total } = liveCrossSellPage(rows, counted);
+      return c.json({ items, pagination: pagination(page, perPage, total, 1) }, 200);
+    },
+  )
+  .openapi(
+    listRoute(
+      "listProductDraftCrossSells",
+      "/products/{productId}/draft/cross-sells",
+      "List the cross-sells of a product's draft",
+      listRules,
+    ),
     async (c) => {
       const { productId } = c.req.valid("param");
       const { page, per_page: perPage } = c.req.valid("query");
