@@ -76,6 +76,9 @@ EXPORT Png* png_create(int width, int height, int bit_depth, int color_type, int
                        int gray_key, int red_key, int green_key, int blue_key, Resizer* resizer) {
   static const int channels_of[7] = {1, 0, 3, 1, 2, 0, 4};
   if (color_type < 0 || color_type > 6 || channels_of[color_type] == 0) return 0;
+  // A resizer taking RGB rows gets the scanlines themselves: only 8-bit RGB without a tRNS key, not interlaced.
+  const int direct = resizer->channels == 3;
+  if (direct && (color_type != 2 || bit_depth != 8 || red_key >= 0 || interlaced)) return 0;
   Png* png = calloc(1, sizeof(Png));
   if (!png) return 0;
   png->width = width;
@@ -105,8 +108,9 @@ EXPORT Png* png_create(int width, int height, int bit_depth, int color_type, int
     if (pass.width > 0 && pass.height > 0) png->passes[png->pass_count++] = pass;
   }
   png->line_capacity = line_bytes(png, width);
-  png->line = malloc(png->line_capacity);
-  png->previous = calloc(1, png->line_capacity);
+  // Slack after the scanlines: the resizer reads pixels in 8-byte pairs straight from an RGB line.
+  png->line = calloc(1, png->line_capacity + 16);
+  png->previous = calloc(1, png->line_capacity + 16);
   png->rgba = malloc((size_t)width * 4);
   png->input = malloc(INPUT_BYTES);
   png->window = malloc(WINDOW_BYTES);
@@ -245,9 +249,13 @@ static int complete_line(Png* png) {
   if (!png->interlaced || (y & 1) == 1) {
     // Rows 1, 3, 5… of an interlaced image come only from pass 7, which is full width.
     if (png->interlaced) hand_on_even_rows_before(png, y);
-    status = to_rgba(png, png->line, pass->width, resizer_row(png->resizer));
-    if (status < 0) return status;
-    resizer_push(png->resizer);
+    if (png->resizer->channels == 3) {
+      resizer_push_from(png->resizer, png->line);
+    } else {
+      status = to_rgba(png, png->line, pass->width, resizer_row(png->resizer));
+      if (status < 0) return status;
+      resizer_push(png->resizer);
+    }
   } else {
     status = to_rgba(png, png->line, pass->width, png->rgba);
     if (status < 0) return status;

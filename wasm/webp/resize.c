@@ -29,6 +29,30 @@ static inline void store_pixel(uint8_t* out, v128_t value) {
   wasm_v128_store32_lane(out, bytes, 0);
 }
 
+// Quantizes each column's taps to weights summing to exactly 1 << 14 and stores them in pairs (a lone last
+// tap gets a zero partner), so the opaque horizontal pass takes two source pixels per dot product.
+static void make_pairs(Resizer* r) {
+  const float* tap = r->taps;
+  v128_t* pair = r->pairs;
+  for (int x = 0; x < r->target_width; x++) {
+    const int count = r->count[x];
+    int total = 0, largest = 0;
+    for (int t = 0; t < count; t++) {
+      total += (int)lrintf(tap[t] * 16384.0f);
+      if (tap[t] > tap[largest]) largest = t;
+    }
+    for (int t = 0; t < count; t += 2) {
+      int16_t w[2];
+      for (int i = 0; i < 2; i++) {
+        const int index = t + i;
+        w[i] = index >= count ? 0 : (int16_t)(lrintf(tap[index] * 16384.0f) + (index == largest ? 16384 - total : 0));
+      }
+      *pair++ = wasm_i16x8_make(w[0], w[1], w[0], w[1], w[0], w[1], w[0], w[1]);
+    }
+    tap += count;
+  }
+}
+
 Resizer* resizer_create(int source_width, int source_height, int target_width, int target_height, uint8_t* out,
                         int opaque, int channels) {
   if (target_width < 1 || target_height < 1 || target_width > source_width || target_height > source_height) return 0;
@@ -50,12 +74,14 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
   r->first = malloc(sizeof(int32_t) * target_width);
   r->count = malloc(sizeof(int32_t) * target_width);
   r->taps = malloc(sizeof(float) * max_taps);
+  // Opaque rows: the taps again, in pairs of 14-bit fixed-point weights, each pair repeated across a vector.
+  r->pairs = aligned_alloc(16, sizeof(v128_t) * (max_taps / 2 + target_width));
   r->horizontal = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->sums = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->carried = aligned_alloc(16, sizeof(float) * 4 * target_width);
-  // One row of the source, with a byte of slack for the 4-byte loads of RGB pixels.
-  r->row = malloc((size_t)source_width * channels + 4);
-  if (!r->first || !r->count || !r->taps || !r->horizontal || !r->sums || !r->carried || !r->row) {
+  // One row of the source, with slack for the 8-byte loads of a pair of pixels (the second may be padding).
+  r->row = calloc(1, (size_t)source_width * channels + 16);
+  if (!r->first || !r->count || !r->taps || !r->pairs || !r->horizontal || !r->sums || !r->carried || !r->row) {
     resizer_free(r);
     return 0;
   }
@@ -76,6 +102,7 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
     r->count[x] = count;
     k += count;
   }
+  make_pairs(r);
   return r;
 }
 
@@ -84,6 +111,7 @@ void resizer_free(Resizer* r) {
   free(r->first);
   free(r->count);
   free(r->taps);
+  free(r->pairs);
   free(r->horizontal);
   free(r->sums);
   free(r->carried);
@@ -100,12 +128,22 @@ static void reduce_row(Resizer* r, const uint8_t* row) {
   const float* tap = r->taps;
   float* horizontal = r->horizontal;
   if (r->opaque) {
+    // Two pixels' bytes (8 of RGBA, 6 of RGB) spread to 16-bit lanes as (r0 r1 g0 g1 b0 b1 a0 a1): one dot
+    // product with the pair's weights gives the four channel sums.
+    const v128_t zero = wasm_i32x4_splat(0);
+    const v128_t* pair = r->pairs;
+    const v128_t scale = wasm_f32x4_splat(1.0f / 16384);
     for (int x = 0; x < r->target_width; x++) {
       const uint8_t* p = row + (size_t)r->first[x] * channels;
-      v128_t sum = wasm_f32x4_splat(0);
-      for (int t = r->count[x]; t > 0; t--, p += channels, tap++)
-        sum = wasm_f32x4_add(sum, wasm_f32x4_mul(load_pixel(p), wasm_f32x4_splat(*tap)));
-      wasm_v128_store(horizontal + 4 * x, sum);
+      v128_t sum = zero;
+      for (int t = r->count[x]; t > 0; t -= 2, p += 2 * channels, pair++) {
+        const v128_t bytes = wasm_v128_load64_zero(p);
+        const v128_t lanes = channels == 4
+                                 ? wasm_i8x16_shuffle(bytes, zero, 0, 16, 4, 16, 1, 16, 5, 16, 2, 16, 6, 16, 3, 16, 7, 16)
+                                 : wasm_i8x16_shuffle(bytes, zero, 0, 16, 3, 16, 1, 16, 4, 16, 2, 16, 5, 16, 16, 16, 16, 16);
+        sum = wasm_i32x4_add(sum, wasm_i32x4_dot_i16x8(lanes, *pair));
+      }
+      wasm_v128_store(horizontal + 4 * x, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale));
     }
     return;
   }
@@ -158,10 +196,12 @@ static void accumulate(float* into, const float* horizontal, float weight, int f
                     wasm_f32x4_add(wasm_v128_load(into + i), wasm_f32x4_mul(wasm_v128_load(horizontal + i), w)));
 }
 
-int resizer_push(Resizer* r) {
+int resizer_push(Resizer* r) { return resizer_push_from(r, r->row); }
+
+int resizer_push_from(Resizer* r, const uint8_t* row) {
   if (r->rows_pushed >= r->source_height) return -1;
   const int y = r->rows_pushed++;
-  reduce_row(r, r->row);
+  reduce_row(r, row);
   const int floats = 4 * r->target_width;
   const double top = r->output_row * r->ratio_y;
   const double bottom = fmin(r->source_height, (r->output_row + 1) * r->ratio_y);

@@ -12,6 +12,7 @@ typedef struct {
   int32_t* first;  // first source pixel of each target column
   int32_t* count;  // source pixels in each target column
   float* taps;     // their weights, each column's summing to 1
+  void* pairs;     // the same in 14-bit fixed point, in pairs (v128_t), for opaque rows
   float* horizontal;
   float* sums;     // the target row being accumulated
   float* carried;  // the next one's share of a straddling source row
@@ -28,6 +29,8 @@ void resizer_free(Resizer* r);
 uint8_t* resizer_row(Resizer* r);
 // Consumes the row in resizer_row; returns the rows consumed so far, or -1 past the source height.
 int resizer_push(Resizer* r);
+// The same for a row elsewhere in memory, readable for 16 bytes past its last pixel.
+int resizer_push_from(Resizer* r, const uint8_t* row);
 int resizer_saw_transparency(const Resizer* r);
 int resizer_rows_pushed(const Resizer* r);
 

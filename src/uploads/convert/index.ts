@@ -404,9 +404,11 @@ async function decodePngInput(input: ImageInput, context: Context): Promise<Orie
       if (Math.ceil(header.height / 2) * header.width * 4 > room)
         throw tooLarge(header.width, header.height, Math.floor(room / 2), "an interlaced PNG");
     }
+    // 8-bit RGB scanlines go to the resizer as they are; other layouts are widened to RGBA first.
+    const direct = header.colorType === 2 && header.bitDepth === 8 && !header.mayHaveAlpha && !header.interlaced;
     const resizer = createResizer(context, header.width, header.height, {
       opaque: !header.mayHaveAlpha,
-      channels: 4,
+      channels: direct ? 3 : 4,
       size,
     });
     try {
