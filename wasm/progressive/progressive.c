@@ -355,7 +355,7 @@ __attribute__((export_name("decode_scan"))) i32 decode_scan(const i32 *d) {
  * IDCT of one block: N×N stored coefficients, dequantised by `q`, transformed with the N-point `matrix`, written
  * to `out` with row stride `stride`. Terms known to be zero (rows after the last non-zero one, columns after
  * each row's last non-zero one) are skipped, which leaves every sum exactly as the full transform computes it.
- * Instantiated for each N so the loops are unrolled; `work` holds 2·N² doubles and `row_ends` N ints.
+ * Instantiated for each N so the loops are unrolled; `work` holds 2·N² + N doubles and `row_ends` N ints.
  */
 INLINE void idct_block(const i16 *coefficients, const double *q, const double *matrix, const i32 n, u8 *out,
                        i32 stride, double *work, i32 *row_ends) {
@@ -380,18 +380,33 @@ INLINE void idct_block(const i16 *coefficients, const double *q, const double *m
       for (i32 x = 0; x < n; x += 1) out[y * stride + x] = value;
     return;
   }
+  /*
+   * x is the innermost loop of both passes, so the compiler vectorises across a row (f64x2) while each
+   * output sums its terms in the same order as the TypeScript path (bit-identical pixels). The row pass
+   * reads the transposed matrix, stored after the matrix itself.
+   */
+  const double *transposed = matrix + 64;
+  double *partial = work + slots;
+  double *row = work + 2 * slots;
   for (i32 vy = 0; vy <= last_row; vy += 1) {
     i32 last_u = row_ends[vy];
-    for (i32 x = 0; x < n; x += 1) {
-      double sum = 0;
-      for (i32 u = 0; u <= last_u; u += 1) sum += work[vy * n + u] * matrix[x * n + u];
-      work[slots + vy * n + x] = sum;
+    double *target = partial + vy * n;
+    for (i32 x = 0; x < n; x += 1) target[x] = 0;
+    for (i32 u = 0; u <= last_u; u += 1) {
+      const double w = work[vy * n + u];
+      const double *column = transposed + u * n;
+      for (i32 x = 0; x < n; x += 1) target[x] += w * column[x];
     }
   }
   for (i32 y = 0; y < n; y += 1) {
+    for (i32 x = 0; x < n; x += 1) row[x] = 128;
+    for (i32 vy = 0; vy <= last_row; vy += 1) {
+      const double m = matrix[y * n + vy];
+      const double *source = partial + vy * n;
+      for (i32 x = 0; x < n; x += 1) row[x] += m * source[x];
+    }
     for (i32 x = 0; x < n; x += 1) {
-      double sum = 128;
-      for (i32 vy = 0; vy <= last_row; vy += 1) sum += matrix[y * n + vy] * work[slots + vy * n + x];
+      const double sum = row[x];
       out[y * stride + x] = sum < 0 ? 0 : sum > 255 ? 255 : (u8)(i32)(sum + 0.5);
     }
   }

@@ -126,9 +126,10 @@ function scratchLayout(plan: ProgressivePlan, g: ReturnType<typeof geometry>) {
   const descriptor = take(descriptorWords * 4);
   const slotOf = g.components.map(() => take(128 * 4));
   const tables = take(5 * huffmanBytes);
-  const matrix = g.components.map(() => take(64 * 8));
+  // Each component's IDCT matrix, then its transpose (the core's row pass runs along its rows).
+  const matrix = g.components.map(() => take(128 * 8));
   const quant = g.components.map(() => take(64 * 8));
-  const work = take(128 * 8);
+  const work = take(136 * 8);
   const rowEnds = take(8 * 4);
   const columnMaps = g.components.map(() => take(outWidth * 4));
   const planes = g.components.map((c) => take(c.paddedPerLine * c.n * c.v * c.n));
@@ -786,7 +787,11 @@ function decodeWithCore(
   const count = g.components.length;
   const outWidth = layout.outWidth;
   g.components.forEach((c, ci) => {
-    new Float64Array(buffer, at(layout.matrix[ci] as number), c.slots).set(idctMatrix(c.n));
+    const basis = idctMatrix(c.n);
+    new Float64Array(buffer, at(layout.matrix[ci] as number), c.slots).set(basis);
+    const transposed = new Float64Array(buffer, at(layout.matrix[ci] as number) + 64 * 8, c.slots);
+    for (let x = 0; x < c.n; x += 1)
+      for (let u = 0; u < c.n; u += 1) transposed[u * c.n + x] = basis[x * c.n + u] as number;
     cornerQuantisers(quant[c.tq], c.n, new Float64Array(buffer, at(layout.quant[ci] as number), c.slots));
     fillColumnMap(new Int32Array(buffer, at(layout.columnMaps[ci] as number), outWidth), c, g.hMax, n);
   });
