@@ -9,7 +9,7 @@ import { maxSupportedEdge } from "./uploads/convert/budget";
  */
 
 /** A whole number from `min` to `max`; empty or unset is `fallback`. */
-const wholeNumber = (fallback: number, min: 0 | 1, max = Number.MAX_SAFE_INTEGER) =>
+const wholeNumber = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z
     .string()
     .trim()
@@ -23,7 +23,7 @@ const wholeNumber = (fallback: number, min: 0 | 1, max = Number.MAX_SAFE_INTEGER
           message:
             min === 0
               ? "must be a whole number of 0 or more"
-              : `must be a whole number between 1 and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
+              : `must be a whole number between ${min} and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
         });
         return z.NEVER;
       }
@@ -31,6 +31,15 @@ const wholeNumber = (fallback: number, min: 0 | 1, max = Number.MAX_SAFE_INTEGER
     });
 
 const positiveInteger = (fallback: number, max?: number) => wholeNumber(fallback, 1, max);
+
+/** R2's smallest part of a multipart upload (every part but the last): a body ceiling below it could not be split. */
+export const minPartBytes = 5 * 2 ** 20;
+
+/**
+ * R2 aborts a multipart upload left incomplete for 7 days (the default lifecycle rule of a bucket), so no
+ * reservation may be kept alive longer than that.
+ */
+const maxMultipartHours = 7 * 24;
 const nonNegativeInteger = (fallback: number) => wholeNumber(fallback, 0);
 
 const optionalUrl = z
@@ -55,6 +64,10 @@ const settings = {
   COMPLETE_LIMIT_PER_MINUTE: positiveInteger(60),
   API_LIMIT_PER_MINUTE: positiveInteger(600),
   DEFAULT_UPLOAD_LIMIT_BYTES: positiveInteger(100_000_000),
+  /** The largest body one request may carry (Workers Free and Pro); larger uploads go in parts. */
+  SINGLE_PUT_LIMIT_BYTES: wholeNumber(100_000_000, minPartBytes),
+  PART_LIMIT_PER_MINUTE: positiveInteger(600),
+  MULTIPART_MAX_HOURS: positiveInteger(24, maxMultipartHours),
   MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
   TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
   PLATFORM_API_URL: optionalUrl,

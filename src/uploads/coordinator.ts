@@ -1,6 +1,7 @@
-import { ApiError } from "../http/errors";
+import { ApiError, validationError } from "../http/errors";
 import { refusalMessage } from "./messages";
 import type { Outcome } from "./store-coordinator";
+import type { Refusal } from "./upload-state";
 
 /** The per-store Durable Object that owns a store's uploads and counts its completes. */
 export function storeCoordinator(env: Env, storeId: string) {
@@ -13,7 +14,14 @@ export type CoordinatorStub = ReturnType<typeof storeCoordinator>;
 /** The upload of a transition that went through; throws the refusal of one that did not. */
 export function unwrap<T>(outcome: Outcome<T>, uploadId: string): T {
   if (outcome.ok) return outcome.upload;
-  throw new ApiError(outcome.refusal.status, refusalMessage(uploadId, outcome.refusal));
+  throw refusalError(outcome.refusal, uploadId);
+}
+
+/** The error a refusal answers: its message, or for a part number out of range a 422 with `errors.part_number`. */
+export function refusalError(refusal: Refusal, uploadId: string): ApiError {
+  const message = refusalMessage(uploadId, refusal);
+  if (refusal.reason === "part_number") return validationError({ part_number: [message] });
+  return new ApiError(refusal.status, message);
 }
 
 /** The 404 of an upload that does not exist, or not for this caller. */

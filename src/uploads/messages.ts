@@ -1,7 +1,10 @@
 import type { Refusal } from "./upload-state";
 
 /** The client-facing message of an upload refusal (see {@link Refusal} for `detail`). */
-export function refusalMessage(uploadId: string, { reason, detail }: Pick<Refusal, "reason" | "detail">): string {
+export function refusalMessage(
+  uploadId: string,
+  { reason, detail, part }: Pick<Refusal, "reason" | "detail" | "part">,
+): string {
   switch (reason) {
     case "not_found":
       return `Upload with ID ${uploadId} not found`;
@@ -21,6 +24,20 @@ export function refusalMessage(uploadId: string, { reason, detail }: Pick<Refusa
       return `The Content-Length does not match the reserved size of ${detail} bytes.`;
     case "unhostable":
       return detail ?? "The file cannot be hosted.";
+    case "multipart_only":
+      return "This upload takes its bytes in parts: PUT each part to multipart.part_url.";
+    case "not_multipart":
+      return "This upload takes its bytes in one PUT to upload_request.url, not in parts.";
+    case "part_number":
+      return `The part number must be an integer between 1 and ${detail}.`;
+    case "part_being_stored":
+      return `Part ${part} of this upload is being stored by another request.`;
+    case "part_length_mismatch":
+      return `The Content-Length does not match the size of part ${part}, ${detail} bytes.`;
+    case "parts_missing":
+      return detail === "1"
+        ? "1 part of this upload has not been stored yet; PUT it first."
+        : `${detail} parts of this upload have not been stored yet; PUT them first.`;
   }
 }
 
@@ -36,7 +53,11 @@ export const uploadMessages = {
   corrupt: (reason: string) => `The image cannot be hosted: ${reason}`,
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
+  assemblyFailed: "The parts could not be assembled; retry the complete.",
   size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
+  tooManyParts: (partLimit: number, partSize: number) =>
+    `The size is too large to upload: it needs more than ${partLimit} parts of at most ${partSize} bytes.`,
+  invalidPartNumber: "Invalid part number.",
   sizeOverLimit: (size: number, limit: number) =>
     `The upload's size of ${size} bytes is outside the store's upload limit of ${limit} bytes.`,
   linkInvalid: "The link is invalid or has expired.",

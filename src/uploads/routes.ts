@@ -8,20 +8,64 @@ import { type GuardedEnv, sha256Hex } from "../http/auth";
 import { inBackground } from "../http/background";
 import { ApiError, messages, validationError } from "../http/errors";
 import { uuidParam } from "../http/params";
-import { limiterObject, rateLimit } from "../http/rate-limit";
+import { rateLimit } from "../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses, openRoute } from "../http/route";
 import { createRouter } from "../http/router";
-import { type CoordinatorStub, storeCoordinator, unwrap, uploadNotFound } from "./coordinator";
+import { type CoordinatorStub, refusalError, storeCoordinator, unwrap, uploadNotFound } from "./coordinator";
 import { hostUpload } from "./hosting";
+import { stagedKey } from "./keys";
 import { uploadMessages } from "./messages";
+import { assembleParts, storePart } from "./parts";
+import { maxParts, planParts } from "./parts-state";
+import { countPartMiss, partLimit, putLimit } from "./put-limits";
 import { isHeifMediaType, isSvgMediaType } from "./sniff";
 import { storeBody } from "./staging";
-import type { HostedFile, UploadRecord } from "./upload-state";
+import { type CompleteTicket, partEtag } from "./store-coordinator";
+import type { HostedFile } from "./upload-state";
 import { newUploadToken, storeOfToken } from "./upload-token";
 
 const UploadParams = z.object({
   id: uuidParam("id", messages.invalidUploadId, "Upload id"),
 });
+
+const PartParams = UploadParams.extend({
+  // Only a malformed number is a malformed path (400); a number outside 1..part_count is a 422 once the
+  // upload is known, after its token was checked.
+  part_number: z
+    .string()
+    .regex(/^[0-9]{1,9}$/, { error: uploadMessages.invalidPartNumber })
+    .openapi({
+      param: { name: "part_number", in: "path" },
+      description: "The part's number, 1 to `multipart.part_count`",
+      example: "1",
+    }),
+});
+
+/**
+ * The headers of both PUTs. Content-Type and Content-Length are optional to the validator, which runs
+ * before the upload is looked up: a missing one is the 422 of a mismatch, after 404 and 409.
+ */
+const PutHeaders = z.object({
+  "X-Upload-Token": z.string().openapi({ description: "The upload token from prepare's `upload_request.headers`" }),
+  "Content-Type": z
+    .string()
+    .optional()
+    .openapi({ param: { required: true }, description: "The media type prepared (type/subtype; parameters ignored)" }),
+  "Content-Length": z
+    .string()
+    .optional()
+    .openapi({
+      param: { required: true },
+      description: "The body's exact length in bytes: `size` for the single PUT, the part's length for a part",
+    }),
+});
+
+const binary = { schema: { type: "string", format: "binary" } } as const;
+/** The raw bytes of an upload or of one part, under the media type prepared. */
+const binaryBody = {
+  required: true,
+  content: { "application/octet-stream": binary, "image/*": binary, "video/*": binary, "*/*": binary },
+};
 
 const PrepareBody = z
   .object({
@@ -32,12 +76,29 @@ const PrepareBody = z
       .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, "The content type must be a media type such as image/jpeg.")
       .openapi({ description: "Media type; the PUT must send the same value" }),
     size: z.number().int().min(1).openapi({ description: "Exact size in bytes, 1..the store upload limit" }),
+    // Optional with the default applied by the handler, so the document does not call it required.
     type: z
       .enum(["image", "file"])
-      .default("image")
-      .openapi({ description: "`image` (photo or video) or `file` (private download)" }),
+      .optional()
+      .openapi({ description: "`image` (photo or video) or `file` (private download)", default: "image" }),
+    multipart: z.boolean().optional().openapi({
+      description:
+        "Send the bytes in parts (resumable). A `size` above the single-PUT ceiling (`SINGLE_PUT_LIMIT_BYTES`, 100,000,000 bytes by default) is multipart whatever this says.",
+      default: false,
+    }),
   })
   .openapi("PrepareUpload");
+
+const MultipartPlan = z
+  .object({
+    part_size: z.number().int().openapi({ description: "Bytes of every part but the last, which holds the rest" }),
+    part_count: z.number().int(),
+    part_url: z.string().openapi({
+      description: "Where each part is PUT: absolute, with the literal `{part_number}` (1-based) to fill in",
+      example: "https://checkout.example/api/v1/media-uploads/0b7c…/parts/{part_number}",
+    }),
+  })
+  .openapi("MultipartPlan");
 
 const Reservation = z
   .object({
@@ -46,7 +107,19 @@ const Reservation = z
     upload_request: z.object({
       method: z.literal("PUT"),
       url: z.string(),
-      headers: z.object({ "X-Upload-Token": z.string(), "Content-Type": z.string(), "Content-Length": z.string() }),
+      headers: z
+        .object({
+          "X-Upload-Token": z.string(),
+          "Content-Type": z.string(),
+          "Content-Length": z.string().optional().openapi({ description: "Absent for a multipart upload" }),
+        })
+        .openapi({
+          description:
+            "Headers to copy onto the PUT; for a multipart upload onto every part PUT, whose Content-Length is the part's",
+        }),
+    }),
+    multipart: MultipartPlan.optional().openapi({
+      description: "How to send the bytes in parts; absent when they go in one PUT to `upload_request.url`",
     }),
   })
   .openapi("UploadReservation");
@@ -55,12 +128,25 @@ const HostedFileSchema = z
   .object({ name: z.string(), file_url: z.string(), type: z.enum(["image", "video", "file"]) })
   .openapi("HostedFile");
 
+const UploadedPart = z
+  .object({
+    part_number: z.number().int(),
+    size: z.number().int(),
+    etag: z.string().openapi({ description: "The ETag the part PUT answered (a quoted entity tag)" }),
+  })
+  .openapi("UploadedPart");
+
 const UploadStatus = z
   .object({
     id: z.uuid(),
     state: z.enum(["reserved", "stored", "completed"]),
     expires_at: z.string(),
     result: HostedFileSchema.nullable(),
+    multipart: MultipartPlan.optional().openapi({ description: "A multipart upload's plan; absent for a single PUT" }),
+    parts: z.array(UploadedPart).optional().openapi({
+      description:
+        "A multipart upload's stored parts, by part number, until it is completed; a part missing here is still to be sent. Absent for a single-PUT upload.",
+    }),
   })
   .openapi("UploadStatus");
 
@@ -74,11 +160,10 @@ function mediaBaseUrl<E extends AppEnv>(c: Context<E>): string {
   return setting(c.env, "MEDIA_BASE_URL") || `${new URL(c.req.url).origin}/media`;
 }
 
-/** The byte PUT's own limit: every attempt of a client IP counts, so tokens cannot be guessed fast. */
-const putLimit = rateLimit(
-  (c) => limiterObject(c.env.RATE_LIMITER, `put:${c.req.header("CF-Connecting-IP") ?? "unknown"}`),
-  "PUT_LIMIT_PER_MINUTE",
-);
+/** The upload's URL: where its single PUT goes, and the base of its parts'. */
+function uploadUrl<E extends AppEnv>(c: Context<E>, apiBasePath: string, id: string): string {
+  return `${new URL(c.req.url).origin}${apiBasePath}/media-uploads/${id}`;
+}
 
 const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!c.req.header("X-Upload-Token")) throw new ApiError(401, uploadMessages.tokenRequired);
@@ -94,21 +179,39 @@ const completeLimit = rateLimit<GuardedEnv<"required">>(
 
 /**
  * Hosts an upload its complete has begun and records the outcome: 422 when its size is outside the
- * store's limit or its bytes cannot be hosted; any other failure hands the upload back as `stored`.
+ * store's limit or its bytes cannot be hosted; a multipart upload's parts are assembled first. Any other
+ * failure hands the upload back as `stored` (or, parts not assembled, `reserved` with its parts).
  */
 async function hostWithinLimit<E extends AppEnv>(
   c: Context<E>,
   coordinator: CoordinatorStub,
   storeId: string,
-  upload: UploadRecord,
+  upload: CompleteTicket,
 ): Promise<HostedFile> {
   let outcome: Awaited<ReturnType<typeof hostUpload>>;
+  const r2UploadId = upload.multipart?.r2UploadId ?? null;
+  let assembled = r2UploadId === null;
   try {
     // The store's limit may have been lowered since prepare. Checked here, at the 422 step after the
     // 404/410/409 refusals, and not remembered as the bytes' failure: once the limit is raised again,
     // a retry hosts them.
     const limit = await storeUploadLimit(c, storeId);
     if (upload.size > limit) throw new ApiError(422, uploadMessages.sizeOverLimit(upload.size, limit));
+    if (r2UploadId !== null) {
+      await assembleParts(c.env.BUCKET, storeId, upload.id, r2UploadId, upload.size, upload.parts).catch((error) => {
+        console.error(
+          JSON.stringify({
+            level: "error",
+            message: "upload: assembling the parts failed",
+            request_id: c.get("requestId"),
+            upload_id: upload.id,
+            error: String(error),
+          }),
+        );
+        throw new ApiError(503, uploadMessages.assemblyFailed);
+      });
+      assembled = true;
+    }
     outcome = await hostUpload(
       {
         bucket: c.env.BUCKET,
@@ -120,7 +223,7 @@ async function hostWithinLimit<E extends AppEnv>(
       upload,
     );
   } catch (error) {
-    await coordinator.abandonComplete(upload.id);
+    await coordinator.abandonComplete(upload.id, assembled);
     throw error;
   }
   const finished = unwrap(await coordinator.finishComplete(upload.id, outcome), upload.id);
@@ -130,9 +233,21 @@ async function hostWithinLimit<E extends AppEnv>(
 
 const mediaWrite = { ability: "media:write", store: "required" } as const;
 
+/** The answer of a storing that failed: the body's fault (400) or the storage's (503, retry). */
+function storingFailed(cause: "body" | "storage"): ApiError {
+  return cause === "body"
+    ? new ApiError(400, uploadMessages.bodyLength)
+    : new ApiError(503, uploadMessages.storageFailed);
+}
+
+const storageFailedResponse = {
+  description: "Storage failed; the upload (or part) is as it was, and the PUT may be retried",
+  content: { "application/json": { schema: z.object({ message: z.string() }) } },
+};
+
 /**
- * Hosted media uploads: prepare, byte PUT, complete, and the upload's state. `apiBasePath` is where the
- * app mounts them (`/api/v1`), which the upload URL of a reservation names.
+ * Hosted media uploads: prepare, byte PUT, part PUT, complete, and the upload's state. `apiBasePath` is
+ * where the app mounts them (`/api/v1`), which the upload URL of a reservation names.
  */
 export function uploadRoutes(apiBasePath: string) {
   return createRouter()
@@ -140,9 +255,10 @@ export function uploadRoutes(apiBasePath: string) {
       bearerRoute({
         method: "post",
         path: "/media-uploads",
+        operationId: "prepareMediaUpload",
         summary: "Reserve an upload",
         description:
-          "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`.",
+          "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`. With `multipart` (and always above the single-PUT ceiling, `SINGLE_PUT_LIMIT_BYTES`) the bytes go in parts: `multipart` says how large each is and where to PUT it, with the headers of `upload_request`; each part stored extends the reservation by `UPLOAD_TTL_SECONDS`, up to `MULTIPART_MAX_HOURS` (24) after prepare.",
         tags: ["Media uploads"],
         guard: mediaWrite,
         request: { body: { required: true, content: { "application/json": { schema: PrepareBody } } } },
@@ -153,41 +269,74 @@ export function uploadRoutes(apiBasePath: string) {
       }),
       async (c) => {
         const body = c.req.valid("json");
+        const type = body.type ?? "image";
         const storeId = c.var.caller.storeId;
         if (isHeifMediaType(body.content_type)) {
           throw new ApiError(422, uploadMessages.heif, { content_type: [uploadMessages.heif] });
         }
-        if (body.type === "image" && isSvgMediaType(body.content_type)) {
+        if (type === "image" && isSvgMediaType(body.content_type)) {
           throw validationError({ content_type: [uploadMessages.svgAsImage] });
         }
         const limit = await storeUploadLimit(c, storeId);
         if (body.size > limit) throw validationError({ size: [uploadMessages.size(limit)] });
+        const ceiling = setting(c.env, "SINGLE_PUT_LIMIT_BYTES");
+        const plan = body.multipart === true || body.size > ceiling ? planParts(body.size, ceiling) : null;
+        if ((body.multipart === true || body.size > ceiling) && plan === null) {
+          throw validationError({ size: [uploadMessages.tooManyParts(maxParts, ceiling)] });
+        }
 
         const id = crypto.randomUUID();
         const token = newUploadToken(storeId);
-        const expiresAt = Date.now() + setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
-        await storeCoordinator(c.env, storeId).reserve(storeId, {
-          id,
-          tokenHash: await sha256Hex(token),
-          filename: body.filename,
-          contentType: body.content_type,
-          size: body.size,
-          type: body.type,
-          expiresAt,
-        });
+        const now = Date.now();
+        const ttlMs = setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
+        const maxExpiresAt = plan ? now + setting(c.env, "MULTIPART_MAX_HOURS") * 3_600_000 : null;
+        const expiresAt = Math.min(now + ttlMs, maxExpiresAt ?? Number.POSITIVE_INFINITY);
+        // The parts stream into one R2 multipart upload at the staged key; complete assembles them there.
+        const r2Upload = plan
+          ? await c.env.BUCKET.createMultipartUpload(stagedKey(storeId, id), {
+              httpMetadata: { contentType: body.content_type },
+            })
+          : null;
+        try {
+          await storeCoordinator(c.env, storeId).reserve(storeId, {
+            id,
+            tokenHash: await sha256Hex(token),
+            filename: body.filename,
+            contentType: body.content_type,
+            size: body.size,
+            type,
+            expiresAt,
+            multipart:
+              plan && r2Upload && maxExpiresAt !== null
+                ? { ...plan, r2UploadId: r2Upload.uploadId, maxExpiresAt }
+                : null,
+          });
+        } catch (error) {
+          await r2Upload?.abort().catch(() => {});
+          throw error;
+        }
+        const url = uploadUrl(c, apiBasePath, id);
         return c.json(
           {
             id,
             expires_at: new Date(expiresAt).toISOString(),
             upload_request: {
               method: "PUT" as const,
-              url: `${new URL(c.req.url).origin}${apiBasePath}/media-uploads/${id}`,
+              url,
+              // Copied onto every part PUT of a multipart upload, whose Content-Length is the part's own.
               headers: {
                 "X-Upload-Token": token,
                 "Content-Type": body.content_type,
-                "Content-Length": String(body.size),
+                ...(plan ? {} : { "Content-Length": String(body.size) }),
               },
             },
+            ...(plan && {
+              multipart: {
+                part_size: plan.partSize,
+                part_count: plan.partCount,
+                part_url: `${url}/parts/{part_number}`,
+              },
+            }),
           },
           201,
         );
@@ -197,30 +346,18 @@ export function uploadRoutes(apiBasePath: string) {
       openRoute({
         method: "put",
         path: "/media-uploads/{id}",
+        operationId: "putMediaUploadBytes",
         summary: "Upload the bytes",
         description:
-          "No `Authorization`: the `X-Upload-Token` from prepare authorizes this one upload. Send the headers exactly as prepare returned them; the body is the raw file. Checks: 429 (20 PUTs per minute per client IP) → 401 no token → 400 malformed id → 404 (unknown, wrong token, expired) → 409 (already stored, or being stored) → 422 (Content-Type or Content-Length differ). Any origin may call it from a browser.",
+          "No `Authorization`: the `X-Upload-Token` from prepare authorizes this one upload. Send the headers exactly as prepare returned them; the body is the raw file. Checks: 429 (20 PUTs per minute per client IP) → 401 no token → 400 malformed id → 404 (unknown, wrong token, expired) → 409 (already stored, being stored, or a multipart upload, whose bytes go in parts) → 422 (Content-Type or Content-Length differ). Any origin may call it from a browser.",
         tags: ["Media uploads"],
+        security: [{ uploadToken: [] }],
         checks: [putLimit, requireUploadToken],
-        request: {
-          params: UploadParams,
-          body: {
-            required: true,
-            content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
-          },
-        },
-        parameters: [
-          { name: "X-Upload-Token", in: "header", required: true, schema: { type: "string" } },
-          { name: "Content-Type", in: "header", required: true, schema: { type: "string" } },
-          { name: "Content-Length", in: "header", required: true, schema: { type: "string" } },
-        ],
+        request: { params: UploadParams, headers: PutHeaders, body: binaryBody },
         responses: {
           204: { description: "Stored" },
           ...errorResponses(400, 401, 404, 409, 422, 429),
-          503: {
-            description: "Storage failed; the upload is still reserved",
-            content: { "application/json": { schema: z.object({ message: z.string() }) } },
-          },
+          503: storageFailedResponse,
         },
       }),
       async (c) => {
@@ -229,24 +366,83 @@ export function uploadRoutes(apiBasePath: string) {
         const storeId = storeOfToken(token);
         if (!storeId) throw uploadNotFound(id);
         const coordinator = storeCoordinator(c.env, storeId);
-        const lengthHeader = c.req.header("Content-Length");
         const upload = unwrap(
           await coordinator.beginPut(id, {
             tokenHash: await sha256Hex(token),
             contentType: c.req.header("Content-Type"),
-            contentLength: lengthHeader && /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : undefined,
+            contentLength: declaredLength(c.req.header("Content-Length")),
           }),
           id,
         );
-        const body = c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
-        const storing = storeBody(c.env, coordinator, storeId, upload, body, c.get("requestId"));
+        const storing = storeBody(c.env, coordinator, storeId, upload, requestBody(c), c.get("requestId"));
         inBackground(c, storing); // a client gone mid-body must not leave the upload `storing`
         const result = await storing;
-        if (!result.stored) {
-          if (result.cause === "body") throw new ApiError(400, uploadMessages.bodyLength);
-          throw new ApiError(503, uploadMessages.storageFailed);
-        }
+        if (!result.stored) throw storingFailed(result.cause);
         unwrap(result.finished, id);
+        return c.body(null, 204);
+      },
+    )
+    .openapi(
+      openRoute({
+        method: "put",
+        path: "/media-uploads/{id}/parts/{part_number}",
+        operationId: "putMediaUploadPart",
+        summary: "Upload one part",
+        description:
+          "One part of a multipart upload, with the headers of prepare's `upload_request` and the part's own Content-Length: `part_size`, the last part the rest. Parts may come in any order and in parallel; a part sent again replaces the earlier one, so a retry is always safe. Each part stored extends the reservation. Answers the part's `ETag`. Checks: 429 (`PART_LIMIT_PER_MINUTE`, 600 part PUTs per minute per client IP; and every part PUT is refused while the IP's 20-per-minute PUT limit is spent, which a part PUT with an unknown upload or a wrong token counts toward) → 401 no token → 400 malformed id or part number → 404 (unknown, wrong token, expired) → 409 (not a multipart upload, already assembled or completed, this part being stored by another request) → 422 (part number outside 1..`part_count`, with `errors.part_number`; Content-Type or Content-Length differ). Any origin may call it from a browser.",
+        tags: ["Media uploads"],
+        security: [{ uploadToken: [] }],
+        checks: [partLimit, requireUploadToken],
+        request: { params: PartParams, headers: PutHeaders, body: binaryBody },
+        responses: {
+          204: {
+            description: "The part is stored",
+            headers: {
+              ETag: {
+                description: "The stored part's entity tag, as the upload's part list shows it",
+                schema: { type: "string" },
+              },
+            },
+          },
+          ...errorResponses(400, 401, 404, 409, 422, 429),
+          503: storageFailedResponse,
+        },
+      }),
+      async (c) => {
+        const { id, part_number: partNumber } = c.req.valid("param");
+        const token = c.req.header("X-Upload-Token") as string;
+        const storeId = storeOfToken(token);
+        if (!storeId) {
+          await countPartMiss(c);
+          throw uploadNotFound(id);
+        }
+        const ttlMs = setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
+        const coordinator = storeCoordinator(c.env, storeId);
+        const begun = await coordinator.beginPart(id, {
+          tokenHash: await sha256Hex(token),
+          contentType: c.req.header("Content-Type"),
+          contentLength: declaredLength(c.req.header("Content-Length")),
+          partNumber: Number(partNumber),
+        });
+        if (!begun.ok) {
+          if (begun.refusal.reason === "not_found") await countPartMiss(c);
+          throw refusalError(begun.refusal, id);
+        }
+        const storing = storePart(
+          c.env,
+          coordinator,
+          storeId,
+          id,
+          begun.ticket,
+          requestBody(c),
+          ttlMs,
+          c.get("requestId"),
+        );
+        inBackground(c, storing); // a client gone mid-body must not leave the part leased
+        const result = await storing;
+        if (!result.stored) throw storingFailed(result.cause);
+        unwrap(result.finished, id);
+        c.header("ETag", partEtag(result.etag));
         return c.body(null, 204);
       },
     )
@@ -254,9 +450,10 @@ export function uploadRoutes(apiBasePath: string) {
       bearerRoute({
         method: "post",
         path: "/media-uploads/{id}/complete",
+        operationId: "completeMediaUpload",
         summary: "Complete an upload",
         description:
-          "Hosts the stored bytes and answers the hosted file result. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).",
+          "Hosts the stored bytes and answers the hosted file result. A multipart upload's parts are assembled first; while any is missing the answer is 409 saying how many. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).",
         tags: ["Media uploads"],
         guard: mediaWrite,
         afterGuard: [completeLimit],
@@ -280,9 +477,10 @@ export function uploadRoutes(apiBasePath: string) {
       bearerRoute({
         method: "get",
         path: "/media-uploads/{id}",
+        operationId: "getMediaUpload",
         summary: "Read an upload's state",
         description:
-          "The upload's state and, once completed, its hosted file result, so a client can recover after a lost response. Expired uploads are not found.",
+          "The upload's state and, once completed, its hosted file result, so a client can recover after a lost response. For a multipart upload also its plan and the parts stored so far: a client that lost track sends only the parts missing here. Expired uploads are not found.",
         tags: ["Media uploads"],
         guard: mediaWrite,
         request: { params: UploadParams },
@@ -295,7 +493,20 @@ export function uploadRoutes(apiBasePath: string) {
         const { id } = c.req.valid("param");
         const view = await storeCoordinator(c.env, c.var.caller.storeId).view(id);
         if (!view) throw uploadNotFound(id);
-        return c.json(view, 200);
+        const { multipart, parts, ...single } = view;
+        if (!multipart || !parts) return c.json(single, 200);
+        const partUrl = `${uploadUrl(c, apiBasePath, id)}/parts/{part_number}`;
+        return c.json({ ...single, multipart: { ...multipart, part_url: partUrl }, parts }, 200);
       },
     );
+}
+
+/** A Content-Length as a number, or undefined when absent or not a plain decimal. */
+function declaredLength(header: string | undefined): number | undefined {
+  return header && /^\d{1,15}$/.test(header) ? Number(header) : undefined;
+}
+
+/** The request's body; a request without one is an empty stream, which a non-zero length refuses. */
+function requestBody(c: Context): ReadableStream {
+  return c.req.raw.body ?? new ReadableStream({ start: (controller) => controller.close() });
 }

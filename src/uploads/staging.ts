@@ -13,7 +13,7 @@ import type { UploadRecord } from "./upload-state";
  * byte counter in the stream doubled the PUT's memory growth and halved its throughput
  * (docs/benchmarks.md, part 3).
  */
-function isBodyFailure(error: unknown): boolean {
+export function isBodyFailure(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error);
   return /FixedLengthStream|client disconnected|Network connection lost/i.test(message);
 }

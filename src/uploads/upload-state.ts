@@ -6,6 +6,9 @@
  * Stored states: `reserved`, `storing` (a byte PUT is in flight), `stored`, `processing` (a complete
  * is in flight), `completed`. `expired` is not stored: a record past `expiresAt` that is not completed
  * answers like an unknown one, and the alarm deletes it and its bytes.
+ *
+ * A multipart upload stays `reserved` while its parts arrive (each part has its own small state, see
+ * parts-state.ts); its complete assembles the parts into the staged object and goes on as a single upload.
  */
 
 export type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
@@ -13,6 +16,17 @@ export type PublicUploadState = "reserved" | "stored" | "completed";
 
 /** The hosted file result of a completed upload. */
 export type HostedFile = { name: string; file_url: string; type: "image" | "video" | "file" };
+
+/** How a multipart upload is cut, and where its parts live in R2 until complete assembles them. */
+export type MultipartState = {
+  /** Bytes of every part but the last, which holds the rest. */
+  partSize: number;
+  partCount: number;
+  /** R2's id of the multipart upload at the staged key; null once complete assembled the parts. */
+  r2UploadId: string | null;
+  /** Stored parts push `expiresAt` forward, never past this (`MULTIPART_MAX_HOURS` after prepare). */
+  maxExpiresAt: number;
+};
 
 export type UploadRecord = {
   id: string;
@@ -29,10 +43,15 @@ export type UploadRecord = {
   result: HostedFile | null;
   /** The 422 a completed attempt gave for bytes that cannot be hosted; a later complete repeats it. */
   failure: string | null;
+  /** Null for an upload whose bytes come in one PUT. */
+  multipart: MultipartState | null;
 };
 
-/** `detail`: the reserved value a mismatched header should have had, or why the bytes cannot be hosted. */
-export type Refusal = { status: 404 | 409 | 410 | 422; reason: RefusalReason; detail?: string };
+/**
+ * `detail`: the reserved value a mismatched header should have had, why the bytes cannot be hosted, or
+ * how many parts are missing; `part`: the part number a part's refusal is about.
+ */
+export type Refusal = { status: 404 | 409 | 410 | 422; reason: RefusalReason; detail?: string; part?: number };
 export type RefusalReason =
   | "not_found"
   | "already_stored"
@@ -42,14 +61,21 @@ export type RefusalReason =
   | "completed"
   | "content_type_mismatch"
   | "content_length_mismatch"
-  | "unhostable";
+  | "unhostable"
+  | "multipart_only"
+  | "not_multipart"
+  | "part_number"
+  | "part_being_stored"
+  | "part_length_mismatch"
+  | "parts_missing";
 
 export type Transition = { next: UploadRecord } | { refusal: Refusal };
 
 /** How long an in-flight PUT or complete holds the upload before another may take it over. */
 export const leaseMs = 5 * 60_000;
 
-const refuse = (status: Refusal["status"], reason: RefusalReason, detail?: string): Transition => ({
+/** A refusal of the transition, for the caller to answer. */
+export const refuse = (status: Refusal["status"], reason: RefusalReason, detail?: string): Transition => ({
   refusal: { status, reason, ...(detail ? { detail } : {}) },
 });
 
@@ -58,7 +84,8 @@ export function isGone(record: UploadRecord | null, now: number): record is null
   return record === null || (record.state !== "completed" && now >= record.expiresAt);
 }
 
-function leaseHeld(record: UploadRecord, now: number) {
+/** Whether an in-flight PUT or complete (or part, for a part's lease) still holds its lease. */
+export function leaseHeld(record: { leaseUntil: number | null }, now: number) {
   return record.leaseUntil !== null && now < record.leaseUntil;
 }
 
@@ -70,9 +97,13 @@ export function sameMediaType(a: string, b: string): boolean {
 
 export type PutAttempt = { tokenHash: string; contentType: string | undefined; contentLength: number | undefined };
 
-/** A byte PUT begins: 404 (unknown, wrong token, expired) → 409 (stored, or a PUT in flight) → 422 (headers). */
+/**
+ * A byte PUT begins: 404 (unknown, wrong token, expired) → 409 (stored, a PUT in flight, or the upload
+ * takes parts) → 422 (headers).
+ */
 export function beginPut(record: UploadRecord | null, attempt: PutAttempt, now: number): Transition {
   if (isGone(record, now) || record.tokenHash !== attempt.tokenHash) return refuse(404, "not_found");
+  if (record.multipart) return refuse(409, record.state === "reserved" ? "multipart_only" : "already_stored");
   if (record.state === "storing" && leaseHeld(record, now)) return refuse(409, "being_stored");
   if (record.state === "stored" || record.state === "processing" || record.state === "completed") {
     return refuse(409, "already_stored");
@@ -90,10 +121,17 @@ export function finishPut(record: UploadRecord | null, stored: boolean, now: num
   return { next: { ...record, state: stored ? "stored" : "reserved", leaseUntil: null } };
 }
 
-/** A complete begins: 404 → 410 completed → 409 not stored yet / being processed → 422 known unhostable. */
-export function beginComplete(record: UploadRecord | null, now: number): Transition {
+/**
+ * A complete begins: 404 → 410 completed → 409 not stored yet (for a multipart upload: `missingParts`
+ * of its parts not stored yet) / being processed → 422 known unhostable.
+ */
+export function beginComplete(record: UploadRecord | null, now: number, missingParts = 0): Transition {
   if (isGone(record, now)) return refuse(404, "not_found");
   if (record.state === "completed") return refuse(410, "completed");
+  if (record.multipart && record.state === "reserved") {
+    if (missingParts > 0) return refuse(409, "parts_missing", String(missingParts));
+    return { next: { ...record, state: "processing", leaseUntil: now + leaseMs } };
+  }
   if (record.state === "reserved" || record.state === "storing") return refuse(409, "not_stored");
   if (record.state === "processing" && leaseHeld(record, now)) return refuse(409, "being_processed");
   if (record.failure !== null) return refuse(422, "unhostable", record.failure);
@@ -102,20 +140,37 @@ export function beginComplete(record: UploadRecord | null, now: number): Transit
 
 export type CompleteOutcome = { hosted: HostedFile } | { unhostable: string };
 
-/** A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be hosted. */
+/** A multipart upload whose parts are now one staged object: nothing of it is left in R2's upload. */
+function assembled(record: UploadRecord): UploadRecord {
+  return record.multipart ? { ...record, multipart: { ...record.multipart, r2UploadId: null } } : record;
+}
+
+/**
+ * A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be
+ * hosted. Either way a multipart upload's parts were assembled first.
+ */
 export function finishComplete(record: UploadRecord | null, outcome: CompleteOutcome): Transition {
   if (record === null || record.state !== "processing") return refuse(404, "not_found");
   if ("hosted" in outcome) {
-    return { next: { ...record, state: "completed", leaseUntil: null, result: outcome.hosted, failure: null } };
+    return {
+      next: { ...assembled(record), state: "completed", leaseUntil: null, result: outcome.hosted, failure: null },
+    };
   }
   // The failure is answered again until the reservation lapses and the alarm removes the upload.
-  return { next: { ...record, state: "stored", leaseUntil: null, failure: outcome.unhostable } };
+  return { next: { ...assembled(record), state: "stored", leaseUntil: null, failure: outcome.unhostable } };
 }
 
-/** A complete that failed for a reason other than the bytes (storage error): the upload is `stored` again. */
-export function abandonComplete(record: UploadRecord | null): Transition {
+/**
+ * A complete that failed for a reason other than the bytes (storage error): the upload is `stored` again,
+ * or, for a multipart upload whose parts were not assembled (`partsAssembled` false), `reserved` with its
+ * parts, so a retry assembles them.
+ */
+export function abandonComplete(record: UploadRecord | null, partsAssembled = true): Transition {
   if (record === null || record.state !== "processing") return refuse(404, "not_found");
-  return { next: { ...record, state: "stored", leaseUntil: null } };
+  if (record.multipart?.r2UploadId && !partsAssembled) {
+    return { next: { ...record, state: "reserved", leaseUntil: null } };
+  }
+  return { next: { ...assembled(record), state: "stored", leaseUntil: null } };
 }
 
 /** What `GET /media-uploads/{id}` calls the state. */

@@ -1,6 +1,9 @@
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { createApp } from "../../src/app";
 import { seedStore } from "./factories";
-import { api, json } from "./http";
+import { api, json, origin } from "./http";
+import { isoMedia } from "./media-bytes";
 
 /** The prepare answer, as a client reads it. */
 export type Reservation = {
@@ -49,4 +52,92 @@ export async function stage(
   const put = await putBytes(reservation, bytes);
   expect(put.status).toBe(204);
   return { storeId, token, reservation };
+}
+
+/** A multipart reservation: the prepare answer with its plan. */
+export type MultipartReservation = Reservation & {
+  multipart: { part_size: number; part_count: number; part_url: string };
+};
+
+export const MiB = 2 ** 20;
+
+/**
+ * Bindings whose single-PUT ceiling is R2's smallest part (5 MiB), so multipart uploads in tests are cut
+ * into 5 MiB parts instead of 8 MiB ones; `overrides` replaces other variables too.
+ */
+export function multipartEnv(overrides: Partial<Record<keyof Env, string>> = {}): Env {
+  return { ...env, SINGLE_PUT_LIMIT_BYTES: String(5 * MiB), ...overrides } as Env;
+}
+
+const app = createApp();
+
+/** Calls the app with `bindings` at an absolute URL or at `/api/v1{path}`. */
+export function callWith(bindings: Env, pathOrUrl: string, init: RequestInit = {}): Promise<Response> {
+  const url = pathOrUrl.startsWith("http") ? pathOrUrl : `${origin}/api/v1${pathOrUrl}`;
+  return Promise.resolve(app.request(url, init, bindings));
+}
+
+/** Prepares an upload of `size` bytes in parts (`multipart: true` unless `options` says otherwise) and expects the reservation. */
+export async function reserveParts(
+  owner: { storeId: string; token: string },
+  size: number,
+  bindings: Env = multipartEnv(),
+  options: Record<string, unknown> = {},
+): Promise<MultipartReservation> {
+  const response = await callWith(bindings, "/media-uploads", {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${owner.token}`,
+      "X-Service-Store": owner.storeId,
+      "Content-Type": "application/json",
+    },
+    body: JSON.stringify({ filename: "film.mp4", content_type: "video/mp4", size, multipart: true, ...options }),
+  });
+  expect(response.status).toBe(201);
+  const reservation = await json<MultipartReservation>(response);
+  expect(reservation.multipart).toBeDefined();
+  return reservation;
+}
+
+/** The URL of part `partNumber` of a reservation. */
+export const partUrl = (reservation: MultipartReservation, partNumber: number | string) =>
+  reservation.multipart.part_url.replace("{part_number}", String(partNumber));
+
+/** The bytes of part `partNumber` (1-based) of `file` as the reservation cuts it. */
+export function partOf(reservation: MultipartReservation, file: Uint8Array, partNumber: number): Uint8Array {
+  const start = (partNumber - 1) * reservation.multipart.part_size;
+  return file.subarray(start, Math.min(start + reservation.multipart.part_size, file.length));
+}
+
+/**
+ * A part PUT with the headers prepare returned, the Content-Length of `body` (a request built in the test
+ * carries none by itself; give it in `headers` for a stream) and a fresh client IP unless `headers` names one.
+ */
+export function putPart(
+  reservation: MultipartReservation,
+  partNumber: number | string,
+  body: Uint8Array | ReadableStream | null,
+  headers: Record<string, string> = {},
+  bindings: Env = multipartEnv(),
+): Promise<Response> {
+  const length: Record<string, string> = body instanceof Uint8Array ? { "Content-Length": String(body.length) } : {};
+  return callWith(bindings, partUrl(reservation, partNumber), {
+    method: "PUT",
+    body,
+    headers: { ...reservation.upload_request.headers, ...length, "CF-Connecting-IP": freshIp(), ...headers },
+  });
+}
+
+/** An MP4 of exactly `size` bytes (a `ftyp` box, then one `mdat` box), pseudo-random from `seed` after its header, so no two parts are alike. */
+export function mp4OfSize(size: number, seed = 1): Uint8Array {
+  const file = isoMedia("isom", size - 32);
+  let state = seed >>> 0 || 1;
+  const words = new Uint32Array(file.buffer, 32, Math.floor((size - 32) / 4));
+  for (let i = 0; i < words.length; i++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    words[i] = state >>> 0;
+  }
+  return file;
 }

@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { stagedKey } from "../../src/uploads/keys";
-import { expiryBatchSize, type NewUpload } from "../../src/uploads/store-coordinator";
+import { abortRetryMs, expiryBatchSize, type NewUpload } from "../../src/uploads/store-coordinator";
 import { uuid } from "../support/factories";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -109,4 +109,59 @@ describe("expiry alarm batches", () => {
     expect(storeDeletes.flat().sort()).toEqual(uploads.map((upload) => stagedKey(storeId, upload.id)).sort());
     for (const upload of sampled) expect(await env.BUCKET.head(stagedKey(storeId, upload.id))).toBeNull();
   }, 30_000);
+});
+
+describe("multipart uploads in the coordinator", () => {
+  it("an object whose uploads table predates multipart gets the new columns when it starts", async () => {
+    const storeId = uuid();
+    const coordinator = coordinatorOf(storeId);
+    const columns = await runInDurableObject(coordinator, (instance, state) => {
+      const sql = state.storage.sql;
+      for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at"]) {
+        sql.exec(`ALTER TABLE uploads DROP COLUMN ${column}`);
+      }
+      // A fresh instance over the old table, as after a deploy.
+      new (instance.constructor as new (ctx: DurableObjectState, env: Env) => unknown)(state, env);
+      return sql
+        .exec<{ name: string }>("PRAGMA table_info(uploads)")
+        .toArray()
+        .map((column) => column.name);
+    });
+    expect(columns).toEqual(expect.arrayContaining(["part_size", "part_count", "r2_upload_id", "max_expires_at"]));
+    await coordinator.reserve(storeId, { ...newUpload(Date.now() + 60_000) });
+  });
+
+  it("the alarm aborts a lapsed upload's R2 multipart upload; one whose abort fails stays and is retried a minute later", async () => {
+    const storeId = uuid();
+    const coordinator = coordinatorOf(storeId);
+    const start = Date.now();
+    const ids = [uuid(), uuid()];
+    const r2Uploads: R2MultipartUpload[] = [];
+    for (const id of ids) {
+      const r2 = await env.BUCKET.createMultipartUpload(stagedKey(storeId, id));
+      r2Uploads.push(r2);
+      await coordinator.reserve(storeId, {
+        ...newUpload(start + 60_000),
+        id,
+        multipart: { partSize: 5 * 2 ** 20, partCount: 1, r2UploadId: r2.uploadId, maxExpiresAt: start + 3_600_000 },
+      });
+    }
+    const original = env.BUCKET.resumeMultipartUpload.bind(env.BUCKET);
+    vi.spyOn(env.BUCKET, "resumeMultipartUpload").mockImplementation((key: string, uploadId: string) => {
+      if (uploadId !== r2Uploads[1]?.uploadId) return original(key, uploadId);
+      return { ...original(key, uploadId), abort: () => Promise.reject(new Error("R2 is unavailable")) };
+    });
+    vi.spyOn(console, "error").mockImplementation(() => {});
+
+    const result = await runInDurableObject(coordinator, async (instance, state) => ({
+      removed: await instance.removeLapsed(10, start + 120_000),
+      alarm: await state.storage.getAlarm(),
+    }));
+    expect(result.removed).toBe(1);
+    expect(await remainingIds(coordinator)).toEqual([ids[1]]);
+    expect(result.alarm).toBeGreaterThanOrEqual(start + abortRetryMs - 1000);
+    // The first upload's R2 upload is aborted: R2 refuses its parts.
+    await expect(r2Uploads[0]?.uploadPart(1, "x")).rejects.toThrow();
+    await expect(r2Uploads[1]?.uploadPart(1, "x")).resolves.toBeDefined();
+  });
 });

@@ -28,6 +28,7 @@ function record(overrides: Partial<UploadRecord> = {}): UploadRecord {
     leaseUntil: null,
     result: null,
     failure: null,
+    multipart: null,
     ...overrides,
   };
 }
@@ -151,5 +152,44 @@ describe("upload state table", () => {
       "stored",
       "completed",
     ]);
+  });
+});
+
+describe("upload state table: multipart uploads", () => {
+  const multipart = { partSize: 8, partCount: 2, r2UploadId: "r2", maxExpiresAt: now + 3_600_000 };
+  const parts = record({ size: 10, multipart });
+  const hostedOutcome = { hosted };
+
+  it("a byte PUT of a multipart upload answers 409 (its bytes go in parts), after the 404 checks", () => {
+    expect(refusal(beginPut(parts, put, now))).toEqual([409, "multipart_only"]);
+    expect(refusal(beginPut(parts, { ...put, tokenHash: "other" }, now))).toEqual([404, "not_found"]);
+    expect(refusal(beginPut({ ...parts, state: "completed" }, put, now))).toEqual([409, "already_stored"]);
+  });
+
+  it("complete with parts missing answers 409 with how many; with none missing it takes the upload as is", () => {
+    const missing = beginComplete(parts, now, 2);
+    expect(refusal(missing)).toEqual([409, "parts_missing"]);
+    expect("refusal" in missing && missing.refusal.detail).toBe("2");
+    expect(beginComplete(parts, now, 0)).toEqual({
+      next: { ...parts, state: "processing", leaseUntil: now + leaseMs },
+    });
+  });
+
+  it("finishing a complete forgets R2's upload (the parts are one object now), hosted or not", () => {
+    const processing = { ...parts, state: "processing" as const };
+    for (const outcome of [hostedOutcome, { unhostable: "no" }]) {
+      const next = finishComplete(processing, outcome);
+      expect("next" in next && next.next.multipart?.r2UploadId).toBeNull();
+    }
+  });
+
+  it("a complete abandoned before assembling hands the parts back (reserved); after assembling the upload is stored", () => {
+    const processing = { ...parts, state: "processing" as const };
+    expect(abandonComplete(processing, false)).toEqual({ next: { ...parts, state: "reserved", leaseUntil: null } });
+    expect(abandonComplete(processing, true)).toEqual({
+      next: { ...parts, state: "stored", leaseUntil: null, multipart: { ...multipart, r2UploadId: null } },
+    });
+    const assembled = { ...processing, multipart: { ...multipart, r2UploadId: null } };
+    expect(state(abandonComplete(assembled, false))).toBe("stored");
   });
 });
