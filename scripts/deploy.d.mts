@@ -1,0 +1,62 @@
+// Types of deploy.mjs for the TypeScript tests that import it.
+import type { RunWrangler } from "./lib/wrangler.mjs";
+
+/** The parts of wrangler's configuration the script reads. */
+export type WranglerConfig = {
+  name: string;
+  vars: Record<string, unknown>;
+  secrets?: { required?: string[] };
+  d1_databases: { binding: string; database_name?: string }[];
+  r2_buckets: { binding: string; bucket_name?: string }[];
+  assets?: { directory?: string };
+};
+export type Dependencies = {
+  run?: RunWrangler;
+  print?: (text: string) => void;
+  env?: Record<string, string | undefined>;
+  config?: WranglerConfig;
+};
+export type BundleSize = { raw_bytes: number; gzip_bytes: number };
+export type SizeVerdict = { ok: boolean; problems: string[]; lines: string[] };
+
+export declare const usage: string;
+export declare const sizeLimits: { uncompressedBytes: number; gzipBudgetBytes: number; formerPaidGzipBytes: number };
+export declare const assetLimits: { fileBytes: number; filesOnFree: number };
+export declare function readWranglerConfig(): Promise<WranglerConfig>;
+export declare function parseVarsFile(text: string, fileName?: string): [string, string][];
+export declare function checkDeployVars(
+  entries: [string, string][],
+  config: WranglerConfig,
+  fileName?: string,
+): Record<string, string>;
+export declare function readDeployVars(config: WranglerConfig, varsFile?: string): Promise<Record<string, string>>;
+export declare function varArgs(vars: Record<string, string>): string[];
+export declare function generateSecret(): string;
+export declare function planSecrets(
+  required: string[],
+  existing: string[],
+  env: Record<string, string | undefined>,
+  generate?: () => string,
+): { set: Record<string, string>; kept: string[]; generated: string[] };
+export declare function deploy(
+  options: { varsFile?: string },
+  dependencies?: Dependencies,
+): Promise<{
+  url: string | undefined;
+  database: { name: string; id: string; created: boolean };
+  bucket: { name: string; created: boolean };
+  secrets: { set: string[]; kept: string[]; generated: string[] };
+  vars: Record<string, string>;
+}>;
+export declare function judgeSize(bundle: BundleSize, assets: { path: string; size: number }[]): SizeVerdict;
+export declare function dryRun(
+  options: { varsFile?: string; outdir?: string },
+  dependencies?: Dependencies,
+): Promise<{ bundle: BundleSize } & SizeVerdict>;
+export declare function parseDeployArgs(argv: string[]): {
+  help: boolean;
+  dryRun: boolean;
+  varsFile: string | undefined;
+  outdir: string | undefined;
+};
+export declare function main(argv: string[], dependencies?: Dependencies): Promise<void>;

@@ -1,0 +1,362 @@
+// `npm run deploy`: from a logged-in Cloudflare account to a running Worker in one command. It finds or
+// creates the D1 database and the R2 bucket wrangler.toml names (wrangler binds them by name, so no id is
+// written anywhere), sets the required secrets that are not set yet (from the environment, or generated and
+// printed once), applies the D1 migrations to the remote database, deploys with the values of deploy.vars,
+// and prints the URL. `--dry-run` builds the upload without an account and checks its size (CI runs it).
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  failureCode,
+  failureMessage,
+  isMain,
+  mustRun,
+  parseJsonOutput,
+  projectRoot,
+  runMain,
+  runWrangler,
+  ScriptError,
+} from "./lib/wrangler.mjs";
+
+export const usage = `Usage: npm run deploy [-- --vars-file FILE] [-- --dry-run [--outdir DIR]]
+
+  --vars-file FILE   this deployment's variables (default: deploy.vars, if it exists; see deploy.vars.example)
+  --dry-run          build the upload without an account, report its size and fail above the budget
+  --outdir DIR       with --dry-run: keep the built upload in DIR
+
+Secrets come from the environment when set there (FILE_SIGNING_SECRET=... npm run deploy); a required secret
+that is neither set on the Worker nor in the environment is generated and printed once.`;
+
+const MiB = 1024 * 1024;
+
+/**
+ * Size limits the dry run reports. Cloudflare now checks only the uncompressed upload (64 MiB on every plan,
+ * since 2026-09-04; wrangler's own report uses it). The former compressed limits (3 MiB Workers Free,
+ * 10 MiB Paid) stay as this project's budget: the build fails above 3 MiB gzip, so growth is a decision.
+ */
+export const sizeLimits = {
+  uncompressedBytes: 64 * MiB,
+  gzipBudgetBytes: 3 * MiB,
+  formerPaidGzipBytes: 10 * MiB,
+};
+
+/** Static assets (public/) are uploaded apart from the Worker, with limits of their own. */
+export const assetLimits = { fileBytes: 25 * MiB, filesOnFree: 20_000 };
+
+/** The wrangler configuration as wrangler itself reads it (wrangler.toml). */
+export async function readWranglerConfig() {
+  const { unstable_readConfig } = await import("wrangler");
+  return unstable_readConfig({ config: join(projectRoot, "wrangler.toml") });
+}
+
+/**
+ * Parses a vars file: `NAME=value` lines, `#` comments and blank lines; a value may be wrapped in single or
+ * double quotes (kept literally inside). Returns the entries in file order.
+ */
+export function parseVarsFile(text, fileName = "deploy.vars") {
+  const entries = [];
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) return;
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    if (!match) throw new ScriptError(`${fileName}:${index + 1}: expected NAME=value, got ${JSON.stringify(line)}`);
+    let value = match[2];
+    const quoted = /^(["'])(.*)\1$/.exec(value);
+    if (quoted) value = quoted[2];
+    entries.push([match[1], value]);
+  });
+  return entries;
+}
+
+/**
+ * Checks a deployment's variables against wrangler.toml: only names the Worker reads (its [vars]), no secret
+ * (those are never written to a file here), each at most once, and never the development routes.
+ */
+export function checkDeployVars(entries, config, fileName = "deploy.vars") {
+  const known = Object.keys(config.vars ?? {});
+  const secrets = config.secrets?.required ?? [];
+  const seen = new Set();
+  for (const [name, value] of entries) {
+    if (secrets.includes(name)) {
+      throw new ScriptError(
+        `${fileName}: ${name} is a secret; set it in the environment when you deploy (${name}=... npm run deploy), not in a file.`,
+      );
+    }
+    if (!known.includes(name)) {
+      throw new ScriptError(`${fileName}: ${name} is not a variable of the Worker. Known: ${known.join(", ")}.`);
+    }
+    if (seen.has(name)) throw new ScriptError(`${fileName}: ${name} is set twice.`);
+    seen.add(name);
+    if (name === "DEV_FIXTURES" && value.trim().toLowerCase() === "on") {
+      throw new ScriptError(
+        `${fileName}: DEV_FIXTURES=on opens /api/v1/_dev/fixtures, which lets anyone write stores and tokens; it is for local development only.`,
+      );
+    }
+  }
+  return Object.fromEntries(entries);
+}
+
+/** The deployment's variables: from `varsFile`, or deploy.vars when it exists, or none. */
+export async function readDeployVars(config, varsFile) {
+  const path = varsFile ?? join(projectRoot, "deploy.vars");
+  let text;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if (error.code === "ENOENT" && varsFile === undefined) return {};
+    throw new ScriptError(`Cannot read ${path}: ${error.message}`);
+  }
+  return checkDeployVars(parseVarsFile(text, path), config, path);
+}
+
+/** `--var NAME:VALUE` for each variable: wrangler sets exactly these over wrangler.toml's empty defaults. */
+export function varArgs(vars) {
+  return Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
+}
+
+/** A new secret: 256 random bits, hex. */
+export function generateSecret() {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex");
+}
+
+/**
+ * Which secrets the deploy sets: one given in the environment is set (that is how a secret is rotated); one
+ * the Worker has already is kept; any other required one is generated and shown once.
+ */
+export function planSecrets(required, existing, env, generate = generateSecret) {
+  const plan = { set: {}, kept: [], generated: [] };
+  for (const name of required) {
+    const fromEnv = env[name];
+    if (fromEnv !== undefined && fromEnv !== "") {
+      plan.set[name] = fromEnv;
+    } else if (existing.includes(name)) {
+      plan.kept.push(name);
+    } else {
+      plan.set[name] = generate();
+      plan.generated.push(name);
+    }
+  }
+  return plan;
+}
+
+/** The secrets already set on the Worker; none when the Worker does not exist yet. */
+async function listSecrets(run) {
+  const result = await run(["secret", "list", "--format", "json"]);
+  if (result.code === 0) return parseJsonOutput(result.stdout).map((secret) => secret.name);
+  if (/not found/i.test(failureMessage(result))) return [];
+  throw new ScriptError(`Listing the Worker's secrets failed:\n${failureMessage(result)}`);
+}
+
+/** Writes secrets to a file only this user can read, for `wrangler deploy --secrets-file`; removed by `done`. */
+async function secretsFile(secrets) {
+  const dir = await mkdtemp(join(tmpdir(), "deploy-secrets-"));
+  const path = join(dir, "secrets.json");
+  await writeFile(path, JSON.stringify(secrets), { mode: 0o600 });
+  await chmod(path, 0o600);
+  return { path, done: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The one account to deploy to, or a ScriptError saying how to log in or which account to choose. */
+async function checkAccount(run, env) {
+  const who = await run(["whoami", "--json"]);
+  if (who.code !== 0) {
+    throw new ScriptError(
+      "Not logged in to Cloudflare. Run `npx wrangler login` (or set CLOUDFLARE_API_TOKEN), then `npm run deploy` again.",
+    );
+  }
+  const accounts = parseJsonOutput(who.stdout).accounts ?? [];
+  if (accounts.length > 1 && !env.CLOUDFLARE_ACCOUNT_ID) {
+    const list = accounts.map((account) => `  CLOUDFLARE_ACCOUNT_ID=${account.id}  (${account.name})`).join("\n");
+    throw new ScriptError(
+      `This login has several accounts; choose one:\n${list}\nthen: CLOUDFLARE_ACCOUNT_ID=... npm run deploy`,
+    );
+  }
+  const chosen = accounts.find((account) => account.id === env.CLOUDFLARE_ACCOUNT_ID) ?? accounts[0];
+  return chosen ? `${chosen.name} (${chosen.id})` : "the account of CLOUDFLARE_API_TOKEN";
+}
+
+/** Finds the D1 database by name, creating it when the account has none of that name. */
+async function ensureDatabase(run, name, print) {
+  const list = async () =>
+    parseJsonOutput((await mustRun(run, "Listing D1 databases", ["d1", "list", "--json"])).stdout).find(
+      (database) => database.name === name,
+    );
+  const found = await list();
+  if (found) {
+    print(`D1 database ${name}: found (${found.uuid})`);
+    return { name, id: found.uuid, created: false };
+  }
+  await mustRun(run, `Creating D1 database ${name}`, ["d1", "create", name]);
+  const created = await list();
+  if (!created) throw new ScriptError(`D1 database ${name} was created but is not listed; run npm run deploy again.`);
+  print(`D1 database ${name}: created (${created.uuid})`);
+  return { name, id: created.uuid, created: true };
+}
+
+/** Finds the R2 bucket by name, creating it when it does not exist (API error 10006). */
+async function ensureBucket(run, name, print) {
+  const info = await run(["r2", "bucket", "info", name, "--json"]);
+  if (info.code === 0) {
+    print(`R2 bucket ${name}: found`);
+    return { name, created: false };
+  }
+  if (failureCode(info) !== 10006)
+    throw new ScriptError(`Looking up R2 bucket ${name} failed:\n${failureMessage(info)}`);
+  await mustRun(run, `Creating R2 bucket ${name}`, ["r2", "bucket", "create", name]);
+  print(`R2 bucket ${name}: created`);
+  return { name, created: true };
+}
+
+function binding(config, kind, name) {
+  const found = (config[kind] ?? []).find((entry) => entry.binding === name);
+  if (!found) throw new ScriptError(`wrangler.toml has no ${kind} binding ${name}.`);
+  return found;
+}
+
+/** Deploys to the logged-in account; returns what it found, made and set. */
+export async function deploy(options, { run = runWrangler, print = console.log, env = process.env, config } = {}) {
+  config ??= await readWranglerConfig();
+  const vars = await readDeployVars(config, options.varsFile);
+  const databaseName = binding(config, "d1_databases", "DB").database_name;
+  const bucketName = binding(config, "r2_buckets", "BUCKET").bucket_name;
+
+  const account = await checkAccount(run, env);
+  print(`Deploying ${config.name} to ${account}`);
+  const database = await ensureDatabase(run, databaseName, print);
+  const bucket = await ensureBucket(run, bucketName, print);
+  const secrets = planSecrets(config.secrets?.required ?? [], await listSecrets(run), env);
+
+  print("Applying D1 migrations to the remote database...");
+  await mustRun(run, "Applying the D1 migrations", ["d1", "migrations", "apply", "DB", "--remote"], { mode: "show" });
+
+  const names = Object.keys(secrets.set);
+  const file = names.length > 0 ? await secretsFile(secrets.set) : undefined;
+  let deployed;
+  try {
+    const args = ["deploy", ...varArgs(vars), ...(file ? ["--secrets-file", file.path] : [])];
+    // wrangler owns the terminal here: a new account is asked to register its workers.dev subdomain.
+    deployed = await mustRun(run, "Deploying the Worker", args, { mode: "terminal" });
+  } finally {
+    await file?.done();
+  }
+  const entry = deployed.outputs.find((output) => output.type === "deploy");
+  const url = (entry?.targets ?? []).find((target) => /^https:\/\//.test(target));
+
+  const lines = ["", `Deployed ${config.name}${url ? ` at ${url}` : ""}`];
+  if (url) lines.push(`  API:        ${url}/api/v1`, `  Reference:  ${url}/api/v1/docs`);
+  lines.push(`  D1:         ${database.name} (${database.id})`, `  R2:         ${bucket.name}`);
+  lines.push(`  Variables:  ${Object.keys(vars).length > 0 ? Object.keys(vars).join(", ") : "all defaults"}`);
+  for (const name of names.filter((name) => !secrets.generated.includes(name))) {
+    lines.push(`  Secret ${name}: set from the environment`);
+  }
+  for (const name of secrets.kept) lines.push(`  Secret ${name}: kept`);
+  if (secrets.generated.length > 0) {
+    lines.push("", "Generated secrets (shown this once; Cloudflare keeps them, nothing here does):");
+    for (const name of secrets.generated) lines.push(`  ${name}=${secrets.set[name]}`);
+    if (secrets.generated.includes("PLATFORM_API_SECRET")) {
+      lines.push("  PLATFORM_API_SECRET is the bearer secret sent to PLATFORM_API_URL: give it to that platform.");
+    }
+  }
+  lines.push(
+    "",
+    "Next, a store and a token for the first call:",
+    "  npm run token:create -- --name 'My store' --abilities all",
+  );
+  print(lines.join("\n"));
+  return { url, database, bucket, secrets: { set: names, kept: secrets.kept, generated: secrets.generated }, vars };
+}
+
+function formatBytes(bytes) {
+  return bytes >= MiB ? `${(bytes / MiB).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+function percent(part, whole) {
+  return `${((part / whole) * 100).toFixed(1)} %`;
+}
+
+/** Every file under `dir` with its size. */
+async function listFiles(dir) {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  const files = entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+  return Promise.all(files.map(async (path) => ({ path, size: (await stat(path)).size })));
+}
+
+/**
+ * Judges a dry run's upload against the limits: returns the report lines and whether it is within budget.
+ * `bundle` is wrangler's own measure of the upload (its modules, without source maps).
+ */
+export function judgeSize(bundle, assets) {
+  const { uncompressedBytes, gzipBudgetBytes, formerPaidGzipBytes } = sizeLimits;
+  const problems = [];
+  if (bundle.raw_bytes > uncompressedBytes)
+    problems.push(`the upload is above Cloudflare's ${formatBytes(uncompressedBytes)} limit`);
+  if (bundle.gzip_bytes > gzipBudgetBytes)
+    problems.push(`the gzip size is above the project's ${formatBytes(gzipBudgetBytes)} budget`);
+  const largest = assets.reduce((max, file) => (file.size > max.size ? file : max), { path: "-", size: 0 });
+  if (largest.size > assetLimits.fileBytes)
+    problems.push(`${largest.path} is above the ${formatBytes(assetLimits.fileBytes)} asset limit`);
+  if (assets.length > assetLimits.filesOnFree) problems.push(`public/ has more than ${assetLimits.filesOnFree} files`);
+  const lines = [
+    "Worker upload (wrangler's measure: its modules, source maps apart):",
+    `  uncompressed  ${formatBytes(bundle.raw_bytes)}  = ${percent(bundle.raw_bytes, uncompressedBytes)} of the ${formatBytes(uncompressedBytes)} limit (every plan)`,
+    `  gzip          ${formatBytes(bundle.gzip_bytes)}  = ${percent(bundle.gzip_bytes, gzipBudgetBytes)} of the ${formatBytes(gzipBudgetBytes)} budget (the former Workers Free limit; Paid was ${formatBytes(formerPaidGzipBytes)})`,
+    `Static assets (public/, uploaded apart, not part of the Worker's size): ${assets.length} files, largest ${formatBytes(largest.size)} (limit ${formatBytes(assetLimits.fileBytes)} a file)`,
+  ];
+  return { ok: problems.length === 0, problems, lines };
+}
+
+/** Builds the upload exactly as a deploy would (same variables, a secrets file) without an account. */
+export async function dryRun(options, { run = runWrangler, print = console.log, config } = {}) {
+  config ??= await readWranglerConfig();
+  const vars = await readDeployVars(config, options.varsFile);
+  const outdir = options.outdir ?? (await mkdtemp(join(tmpdir(), "deploy-dry-run-")));
+  const placeholders = Object.fromEntries((config.secrets?.required ?? []).map((name) => [name, "dry-run"]));
+  const file = await secretsFile(placeholders);
+  try {
+    const args = ["deploy", "--dry-run", "--outdir", outdir, ...varArgs(vars), "--secrets-file", file.path];
+    const result = await mustRun(run, "Building the Worker (wrangler deploy --dry-run)", args);
+    const bundle = result.outputs.find((output) => output.type === "deploy")?.bundle_size;
+    if (!bundle) throw new ScriptError("wrangler deploy --dry-run reported no bundle size.");
+    const assetsDir = resolve(projectRoot, config.assets?.directory ?? "public");
+    const verdict = judgeSize(bundle, await listFiles(assetsDir));
+    print(verdict.lines.join("\n"));
+    if (!verdict.ok) throw new ScriptError(`Too large: ${verdict.problems.join("; ")}.`);
+    print("Within the limits.");
+    return { bundle, ...verdict };
+  } finally {
+    await file.done();
+    if (options.outdir === undefined) await rm(outdir, { recursive: true, force: true });
+  }
+}
+
+export function parseDeployArgs(argv) {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        "vars-file": { type: "string" },
+        "dry-run": { type: "boolean", default: false },
+        outdir: { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+    if (values.outdir !== undefined && !values["dry-run"]) throw new Error("--outdir needs --dry-run.");
+    return { help: values.help, dryRun: values["dry-run"], varsFile: values["vars-file"], outdir: values.outdir };
+  } catch (error) {
+    throw new ScriptError(`${error.message}\n\n${usage}`);
+  }
+}
+
+export async function main(argv, dependencies = {}) {
+  const options = parseDeployArgs(argv);
+  if (options.help) {
+    (dependencies.print ?? console.log)(usage);
+    return;
+  }
+  if (options.dryRun) await dryRun(options, dependencies);
+  else await deploy(options, dependencies);
+}
+
+if (isMain(import.meta.url)) runMain(main);

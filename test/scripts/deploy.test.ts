@@ -1,0 +1,295 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  checkDeployVars,
+  deploy,
+  dryRun,
+  judgeSize,
+  parseDeployArgs,
+  parseVarsFile,
+  planSecrets,
+  readWranglerConfig,
+  sizeLimits,
+  type WranglerConfig,
+} from "../../scripts/deploy.mjs";
+import { ScriptError } from "../../scripts/lib/wrangler.mjs";
+import { FakeCloudflare } from "./fake-cloudflare";
+
+let config: WranglerConfig;
+let databaseName: string;
+let bucketName: string;
+const scratch: string[] = [];
+
+beforeAll(async () => {
+  // The project's own wrangler.toml, read by wrangler: the names the script deploys are the real ones.
+  config = await readWranglerConfig();
+  databaseName = config.d1_databases.find((d) => d.binding === "DB")?.database_name ?? "";
+  bucketName = config.r2_buckets.find((b) => b.binding === "BUCKET")?.bucket_name ?? "";
+});
+
+afterEach(async () => {
+  await Promise.all(scratch.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+/** A vars file with `text` in a fresh directory. */
+async function varsFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "deploy-test-"));
+  scratch.push(dir);
+  const path = join(dir, "deploy.vars");
+  await writeFile(path, text);
+  return path;
+}
+
+async function emptyVars() {
+  return varsFile("# nothing to override\n");
+}
+
+function deployWith(account: FakeCloudflare, env: Record<string, string> = {}) {
+  const printed: string[] = [];
+  return {
+    printed,
+    run: async (options: { varsFile?: string } = {}) =>
+      deploy(
+        { varsFile: options.varsFile ?? (await emptyVars()) },
+        { run: account.run, print: (t) => printed.push(t), env, config },
+      ),
+  };
+}
+
+describe("npm run deploy on an empty account", () => {
+  it("creates the database and the bucket, migrates before it deploys, generates both secrets and prints the URL", async () => {
+    const account = new FakeCloudflare();
+    const { run, printed } = deployWith(account);
+    const result = await run();
+
+    expect(account.commandLines().map((line) => line.split(" ").slice(0, 3).join(" "))).toEqual([
+      "whoami --json",
+      "d1 list --json",
+      `d1 create ${databaseName}`,
+      "d1 list --json",
+      `r2 bucket info`,
+      `r2 bucket create`,
+      "secret list --format",
+      "d1 migrations apply",
+      expect.stringMatching(/^deploy --secrets-file /),
+    ]);
+    expect(account.databases.map((d) => d.name)).toEqual([databaseName]);
+    expect([...account.buckets]).toEqual([bucketName]);
+    expect(result.database).toMatchObject({ name: databaseName, created: true, id: account.databases[0]?.uuid });
+    expect(result.secrets.generated).toEqual(["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]);
+    expect(result.url).toBe(account.url);
+    const output = printed.join("\n");
+    expect(output).toContain(`${account.url}/api/v1`);
+    expect(output).toContain("npm run token:create");
+  });
+
+  it("hands the generated secrets to the first deploy in a file only the user can read, removed afterwards, and prints each once", async () => {
+    const account = new FakeCloudflare();
+    const { run, printed } = deployWith(account);
+    await run();
+
+    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    expect(deployCall?.secretsFile?.mode).toBe(0o600);
+    const secrets = deployCall?.secretsFile?.secrets ?? {};
+    expect(Object.keys(secrets).sort()).toEqual(["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]);
+    for (const value of Object.values(secrets)) expect(value).toMatch(/^[0-9a-f]{64}$/);
+    expect(secrets.FILE_SIGNING_SECRET).not.toBe(secrets.PLATFORM_API_SECRET);
+    expect(existsSync(deployCall?.secretsFile?.path ?? "")).toBe(false);
+    const output = printed.join("\n");
+    for (const [name, value] of Object.entries(secrets)) {
+      expect(output.split(`${name}=${value}`).length - 1, name).toBe(1);
+    }
+    // Nothing but the deploy ever sees a secret: no other call carries one.
+    const others = account.calls.filter((call) => call !== deployCall).map((call) => call.args.join(" "));
+    for (const value of Object.values(secrets)) expect(others.join("\n")).not.toContain(value);
+  });
+
+  it("applies the migrations non-interactively with their output shown, and lets wrangler own the terminal for the deploy", async () => {
+    const account = new FakeCloudflare();
+    await deployWith(account).run();
+    expect(account.calls.find((call) => call.args[1] === "migrations")).toMatchObject({
+      args: ["d1", "migrations", "apply", "DB", "--remote"],
+      mode: "show",
+    });
+    expect(account.calls.find((call) => call.args[0] === "deploy")?.mode).toBe("terminal");
+  });
+});
+
+describe("npm run deploy again", () => {
+  it("finds the database and the bucket, keeps the Worker's secrets and sends none", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const { run, printed } = deployWith(account);
+    const result = await run();
+
+    expect(account.commandLines().some((line) => line.includes("create"))).toBe(false);
+    expect(result.database).toMatchObject({ created: false, id: "11111111-2222-4333-8444-555555555555" });
+    expect(result.bucket.created).toBe(false);
+    expect(result.secrets).toEqual({ set: [], kept: ["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"], generated: [] });
+    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    expect(deployCall?.args).toEqual(["deploy"]);
+    expect(printed.join("\n")).not.toContain("Generated secrets");
+    expect(account.migrationsApplied).toBe(1);
+  });
+
+  it("sets a secret given in the environment (a rotation) and keeps the other", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const result = await deployWith(account, { PLATFORM_API_SECRET: "shared-with-the-platform" }).run();
+    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    expect(deployCall?.secretsFile?.secrets).toEqual({ PLATFORM_API_SECRET: "shared-with-the-platform" });
+    expect(result.secrets).toEqual({ set: ["PLATFORM_API_SECRET"], kept: ["FILE_SIGNING_SECRET"], generated: [] });
+  });
+
+  it("passes every deploy.vars line to wrangler as --var NAME:VALUE, values with colons and spaces intact", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const file = await varsFile(
+      [
+        "# this deployment",
+        "PLATFORM_API_URL=https://platform.example.com:8443/api",
+        'CORS_ORIGINS="https://a.example, https://b.example"',
+        "API_LIMIT_PER_MINUTE = 1200",
+        "",
+      ].join("\n"),
+    );
+    await deployWith(account).run({ varsFile: file });
+    expect(account.worker?.vars).toEqual({
+      PLATFORM_API_URL: "https://platform.example.com:8443/api",
+      CORS_ORIGINS: "https://a.example, https://b.example",
+      API_LIMIT_PER_MINUTE: "1200",
+    });
+  });
+});
+
+describe("npm run deploy stops early, saying what to do", () => {
+  it("when not logged in: names `npx wrangler login` and touches nothing", async () => {
+    const account = new FakeCloudflare();
+    account.loggedIn = false;
+    await expect(deployWith(account).run()).rejects.toThrow(/npx wrangler login/);
+    expect(account.commandLines()).toEqual(["whoami --json"]);
+  });
+
+  it("when the login has several accounts and CLOUDFLARE_ACCOUNT_ID is unset: lists them and touches nothing", async () => {
+    const account = new FakeCloudflare();
+    account.accounts.push({ id: "acc-2", name: "Agency" });
+    await expect(deployWith(account).run()).rejects.toThrow(/CLOUDFLARE_ACCOUNT_ID=acc-2 {2}\(Agency\)/);
+    expect(account.commandLines()).toEqual(["whoami --json"]);
+    await expect(deployWith(account, { CLOUDFLARE_ACCOUNT_ID: "acc-2" }).run()).resolves.toBeDefined();
+  });
+
+  it("when a migration fails: the Worker is not deployed", async () => {
+    const account = new FakeCloudflare();
+    account.failMigrations = true;
+    await expect(deployWith(account).run()).rejects.toThrow(/Applying the D1 migrations failed/);
+    expect(account.calls.some((call) => call.args[0] === "deploy")).toBe(false);
+    expect(account.worker).toBeUndefined();
+  });
+
+  it("when deploy.vars names something the Worker does not read, a secret, or DEV_FIXTURES=on: before any call", async () => {
+    for (const [line, message] of [
+      ["PLATFORM_API_ULR=https://x.example", /PLATFORM_API_ULR is not a variable of the Worker/],
+      ["FILE_SIGNING_SECRET=abc", /FILE_SIGNING_SECRET is a secret/],
+      ["DEV_FIXTURES=on", /DEV_FIXTURES=on opens \/api\/v1\/_dev\/fixtures/],
+      ["this is not a line", /deploy.vars:1: expected NAME=value/],
+    ] as const) {
+      const account = new FakeCloudflare();
+      await expect(deployWith(account).run({ varsFile: await varsFile(`${line}\n`) })).rejects.toThrow(message);
+      expect(account.calls, line).toEqual([]);
+    }
+  });
+});
+
+describe("deploy.vars", () => {
+  it("parses NAME=value lines, skipping comments and blank lines and unwrapping one pair of quotes", () => {
+    expect(parseVarsFile("# c\n\nA=1\nB = 'two words'\nC=\"x=y\"\nD=\n")).toEqual([
+      ["A", "1"],
+      ["B", "two words"],
+      ["C", "x=y"],
+      ["D", ""],
+    ]);
+  });
+
+  it("refuses a name set twice", () => {
+    expect(() =>
+      checkDeployVars(
+        [
+          ["CORS_ORIGINS", "a"],
+          ["CORS_ORIGINS", "b"],
+        ],
+        config,
+      ),
+    ).toThrow(/CORS_ORIGINS is set twice/);
+  });
+
+  it("the committed deploy.vars.example is a valid file with nothing set (copying it changes no value)", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const text = await readFile(new URL("../../deploy.vars.example", import.meta.url), "utf8");
+    expect(parseVarsFile(text)).toEqual([]);
+    // Every name it mentions is one the Worker reads.
+    const mentioned = [...text.matchAll(/^# ([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1] ?? "");
+    expect(mentioned.length).toBeGreaterThan(0);
+    expect(() =>
+      checkDeployVars(
+        mentioned.map((name) => [name, "x"]),
+        config,
+      ),
+    ).not.toThrow();
+  });
+});
+
+describe("secrets plan", () => {
+  it("sets what the environment gives, keeps what the Worker has, generates the rest; an empty variable counts as unset", () => {
+    let n = 0;
+    const plan = planSecrets(
+      ["A", "B", "C", "D"],
+      ["B", "C"],
+      { A: "from-env", C: "rotated", D: "" },
+      () => `generated-${++n}`,
+    );
+    expect(plan).toEqual({ set: { A: "from-env", C: "rotated", D: "generated-1" }, kept: ["B"], generated: ["D"] });
+  });
+});
+
+describe("npm run deploy -- --dry-run (CI, no account)", () => {
+  it("builds with the same variables and a secrets file, calls nothing else, and passes within the limits", async () => {
+    const account = new FakeCloudflare();
+    const printed: string[] = [];
+    const file = await varsFile("CORS_ORIGINS=https://shop.example\n");
+    const result = await dryRun({ varsFile: file }, { run: account.run, print: (t) => printed.push(t), config });
+    expect(account.calls).toHaveLength(1);
+    const [call] = account.calls;
+    expect(call?.args.slice(0, 3)).toEqual(["deploy", "--dry-run", "--outdir"]);
+    expect(call?.args).toContain("CORS_ORIGINS:https://shop.example");
+    expect(Object.keys(call?.secretsFile?.secrets ?? {}).sort()).toEqual([
+      "FILE_SIGNING_SECRET",
+      "PLATFORM_API_SECRET",
+    ]);
+    expect(result.ok).toBe(true);
+    expect(printed.join("\n")).toMatch(/gzip +566\.4 KiB/);
+  });
+
+  it("fails above the 3 MiB gzip budget and above the 64 MiB upload limit, naming which", async () => {
+    const account = new FakeCloudflare();
+    account.bundleSize = { raw_bytes: 9_000_000, gzip_bytes: sizeLimits.gzipBudgetBytes + 1 };
+    await expect(
+      dryRun({ varsFile: await emptyVars() }, { run: account.run, print: () => {}, config }),
+    ).rejects.toThrow(/gzip size is above the project's 3\.00 MiB budget/);
+    const verdict = judgeSize({ raw_bytes: sizeLimits.uncompressedBytes + 1, gzip_bytes: 1000 }, []);
+    expect(verdict.ok).toBe(false);
+    expect(verdict.problems.join()).toMatch(/above Cloudflare's 64\.00 MiB limit/);
+  });
+
+  it("judges static assets by their own limits, not the Worker's", () => {
+    const big = { path: "public/vendor/huge.js", size: 26 * 1024 * 1024 };
+    const verdict = judgeSize({ raw_bytes: 1000, gzip_bytes: 500 }, [big]);
+    expect(verdict.problems).toEqual(["public/vendor/huge.js is above the 25.00 MiB asset limit"]);
+    expect(judgeSize({ raw_bytes: 1000, gzip_bytes: 500 }, [{ ...big, size: 24 * 1024 * 1024 }]).ok).toBe(true);
+  });
+
+  it("--outdir is only accepted with --dry-run; unknown options are refused with the usage", () => {
+    expect(parseDeployArgs(["--dry-run", "--outdir", "dist"])).toMatchObject({ dryRun: true, outdir: "dist" });
+    expect(() => parseDeployArgs(["--outdir", "dist"])).toThrow(ScriptError);
+    expect(() => parseDeployArgs(["--force"])).toThrow(/Usage: npm run deploy/);
+  });
+});

@@ -1,0 +1,140 @@
+import { readFileSync, statSync } from "node:fs";
+import type { RunWrangler, WranglerMode, WranglerResult } from "../../scripts/lib/wrangler.mjs";
+
+/** One wrangler command as a script issued it, with the secrets file as it was when wrangler read it. */
+export type Call = {
+  args: string[];
+  mode: WranglerMode;
+  secretsFile?: { path: string; mode: number; secrets: Record<string, string> };
+};
+
+const ok = (stdout = ""): WranglerResult => ({ code: 0, stdout, stderr: "", outputs: [] });
+const failed = (stderr: string, code?: number, message = stderr): WranglerResult => ({
+  code: 1,
+  stdout: "",
+  stderr: `✘ [ERROR] ${stderr}`,
+  outputs: [{ type: "command-failed", version: 1, code, message }],
+});
+
+/**
+ * A Cloudflare account as wrangler 4 presents it to the deploy and token scripts, for tests without an account:
+ * it answers the commands the scripts issue the way wrangler does (JSON shapes, error codes, the output
+ * file's entries), keeps the account's state, records every call, and refuses a command it does not know.
+ * It enforces wrangler's own rules: migrations need the database, a deploy needs its bucket and database,
+ * and a Worker's first deploy must bring every required secret (`--secrets-file`).
+ */
+export class FakeCloudflare {
+  loggedIn = true;
+  accounts = [{ id: "acc-1", name: "Shop Account" }];
+  databases: { name: string; uuid: string }[] = [];
+  buckets = new Set<string>();
+  worker: { secrets: Set<string>; vars: Record<string, string> } | undefined;
+  migrationsApplied = 0;
+  failMigrations = false;
+  bundleSize = { raw_bytes: 2_500_000, gzip_bytes: 580_000 };
+  url = "https://storefront-checkout-api.shop.workers.dev";
+  readonly calls: Call[] = [];
+
+  constructor(readonly requiredSecrets: string[] = ["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]) {}
+
+  /** The account after a complete earlier deploy. */
+  deployedBefore(databaseName: string, bucketName: string): this {
+    this.databases.push({ name: databaseName, uuid: "11111111-2222-4333-8444-555555555555" });
+    this.buckets.add(bucketName);
+    this.worker = { secrets: new Set(this.requiredSecrets), vars: {} };
+    return this;
+  }
+
+  /** Commands in the order they were issued, as `wrangler ...` strings without values after flags. */
+  commandLines(): string[] {
+    return this.calls.map((call) => call.args.join(" "));
+  }
+
+  readonly run: RunWrangler = async (args, options = {}) => {
+    const call: Call = { args, mode: options.mode ?? "capture" };
+    const secretsPath = flagValue(args, "--secrets-file");
+    if (secretsPath) {
+      call.secretsFile = {
+        path: secretsPath,
+        mode: statSync(secretsPath).mode & 0o777,
+        secrets: JSON.parse(readFileSync(secretsPath, "utf8")),
+      };
+    }
+    this.calls.push(call);
+    return this.answer(args, call);
+  };
+
+  private answer(args: string[], call: Call): WranglerResult {
+    const command = args.filter((arg) => !arg.startsWith("--")).slice(0, 3);
+    const [first, second, third] = command;
+    if (first === "whoami") {
+      return this.loggedIn
+        ? ok(JSON.stringify({ loggedIn: true, authType: "OAuth Token", accounts: this.accounts }))
+        : { code: 1, stdout: JSON.stringify({ loggedIn: false }), stderr: "", outputs: [] };
+    }
+    if (!this.loggedIn) return failed("You are not authenticated. Please run `wrangler login`.");
+    if (first === "d1" && second === "list") return ok(JSON.stringify(this.databases, null, 2));
+    if (first === "d1" && second === "create" && third) {
+      if (this.databases.some((database) => database.name === third))
+        return failed("A database with that name already exists [code: 7502]", 7502);
+      this.databases.push({ name: third, uuid: crypto.randomUUID() });
+      return ok(`✅ Successfully created DB '${third}'`);
+    }
+    if (first === "r2" && second === "bucket" && args[2] === "info") {
+      const name = args[3] ?? "";
+      return this.buckets.has(name)
+        ? ok(JSON.stringify({ name, location: "WEUR" }))
+        : failed(
+            `A request to the Cloudflare API (/accounts/acc-1/r2/buckets/${name}) failed.\n  The specified bucket does not exist. [code: 10006]`,
+            10006,
+            `A request to the Cloudflare API (/accounts/acc-1/r2/buckets/${name}) failed.`,
+          );
+    }
+    if (first === "r2" && second === "bucket" && args[2] === "create") {
+      this.buckets.add(args[3] ?? "");
+      return ok(`Created bucket '${args[3]}'`);
+    }
+    if (first === "secret" && second === "list") {
+      if (!this.worker)
+        return failed(
+          `Worker "storefront-checkout-api" not found.\nIf this is a new Worker, run \`wrangler deploy\` first to create it.`,
+        );
+      return ok(JSON.stringify([...this.worker.secrets].map((name) => ({ name, type: "secret_text" }))));
+    }
+    if (first === "d1" && second === "migrations" && args[2] === "apply") {
+      if (!args.includes("--remote")) throw new Error(`migrations without --remote: ${args.join(" ")}`);
+      if (this.databases.length === 0)
+        return failed("Couldn't find a D1 DB named 'storefront-checkout' (bound as 'DB') in the API.");
+      if (this.failMigrations)
+        return failed(
+          'Migration 0001_subscriptions_search.sql failed with the following errors: near "x": syntax error',
+        );
+      this.migrationsApplied++;
+      return ok("✅ 0000_init.sql");
+    }
+    if (first === "deploy") return this.deploy(args, call);
+    throw new Error(`the fake account does not know: wrangler ${args.join(" ")}`);
+  }
+
+  private deploy(args: string[], call: Call): WranglerResult {
+    const vars = Object.fromEntries(
+      args.flatMap((arg, i) =>
+        args[i - 1] === "--var" ? [[arg.slice(0, arg.indexOf(":")), arg.slice(arg.indexOf(":") + 1)]] : [],
+      ),
+    );
+    if (args.includes("--dry-run")) {
+      return { ...ok(), outputs: [{ type: "deploy", version: 1, bundle_size: this.bundleSize }] };
+    }
+    if (this.databases.length === 0 || this.buckets.size === 0) throw new Error("deploy before its resources exist");
+    const secrets = new Set([...(this.worker?.secrets ?? []), ...Object.keys(call.secretsFile?.secrets ?? {})]);
+    const missing = this.requiredSecrets.filter((name) => !secrets.has(name));
+    if (missing.length > 0) return failed(`The following required secrets have not been set: ${missing.join(", ")}`);
+    this.worker = { secrets, vars };
+    return { ...ok(), outputs: [{ type: "deploy", version: 1, targets: [this.url], version_id: "v1" }] };
+  }
+}
+
+function flagValue(args: string[], flag: string): string | undefined {
+  const index = args.indexOf(flag);
+  return index === -1 ? undefined : args[index + 1];
+}

@@ -1,0 +1,198 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ABILITIES, tokenHash } from "../../scripts/lib/api-token.mjs";
+import { runWrangler, type WranglerResult } from "../../scripts/lib/wrangler.mjs";
+import { createToken, main, parseTokenArgs, type TokenOptions } from "../../scripts/token-create.mjs";
+
+const storeA = "5f0c6a1e-2b7d-4c9a-9e3f-1a2b3c4d5e6f";
+const storeB = "9a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d";
+
+/** A D1 database behind `wrangler d1 execute`: answers the store lookup from `stores`, records the writes. */
+function fakeDatabase(stores: string[] = []) {
+  const calls: string[][] = [];
+  const run = async (args: string[]): Promise<WranglerResult> => {
+    calls.push(args);
+    const sql = args[args.indexOf("--command") + 1] ?? "";
+    const results = sql.startsWith("SELECT id FROM stores")
+      ? stores.filter((id) => sql.includes(`'${id}'`)).map((id) => ({ id }))
+      : [];
+    return { code: 0, stdout: JSON.stringify([{ results, success: true, meta: {} }]), stderr: "", outputs: [] };
+  };
+  return {
+    calls,
+    run,
+    writes: () => calls.filter((args) => (args.at(-1) ?? "").includes("INSERT")).map((args) => args.at(-1) ?? ""),
+  };
+}
+
+function options(overrides: Partial<TokenOptions> = {}): TokenOptions {
+  return {
+    help: false,
+    abilities: ["products:read"],
+    storeIds: [],
+    name: undefined,
+    local: false,
+    persistTo: undefined,
+    json: false,
+    ...overrides,
+  };
+}
+
+describe("npm run token:create arguments", () => {
+  it("reads abilities (or all), repeated or comma-separated stores in lower case, and the store name", () => {
+    expect(
+      parseTokenArgs(["--abilities", "all", "--store", storeA.toUpperCase(), "--store", `${storeB},${storeA}`]),
+    ).toMatchObject({
+      abilities: [...ABILITIES],
+      storeIds: [storeA, storeB],
+      local: false,
+    });
+    expect(parseTokenArgs(["--abilities", "media:write, products:read", "--name", "  Akademia  "])).toMatchObject({
+      abilities: ["media:write", "products:read"],
+      storeIds: [],
+      name: "Akademia",
+    });
+  });
+
+  it("refuses what the service would not accept, saying what is allowed", () => {
+    expect(() => parseTokenArgs(["--abilities", "products:delete", "--name", "S"])).toThrow(
+      /Unknown abilities: products:delete. Known: media:write/,
+    );
+    expect(() => parseTokenArgs(["--name", "S"])).toThrow(/--abilities is required/);
+    expect(() => parseTokenArgs(["--abilities", "all", "--store", "store-1"])).toThrow(/"store-1" is not a UUID/);
+    expect(() => parseTokenArgs(["--abilities", "all"])).toThrow(/--store ID for an existing store, or --name NAME/);
+    expect(() => parseTokenArgs(["--abilities", "all", "--name", "a\nb"])).toThrow(/printable/);
+    expect(() => parseTokenArgs(["--abilities", "all", "--name", "S", "--persist-to", "x"])).toThrow(
+      /--persist-to needs --local/,
+    );
+    expect(() => parseTokenArgs(["--abilities", "all", "--name", "S", "--scope", "x"])).toThrow(
+      /Unknown option '--scope'/,
+    );
+  });
+
+  it("prints the usage with every ability on --help", async () => {
+    const printed: string[] = [];
+    await main(["--help"], { print: (t) => printed.push(t) });
+    for (const ability of ABILITIES) expect(printed.join()).toContain(ability);
+  });
+});
+
+describe("npm run token:create against the database", () => {
+  it("with --name only: creates a new store and a token for it on the remote database, in one write", async () => {
+    const database = fakeDatabase();
+    const made = await createToken(options({ name: "Sklep O'Brien", abilities: ["media:write"] }), {
+      run: database.run,
+      newId: () => storeB,
+    });
+    expect(database.calls).toHaveLength(1);
+    expect(database.calls[0]?.slice(0, 6)).toEqual(["d1", "execute", "DB", "--remote", "--json", "--yes"]);
+    const [write] = database.writes();
+    expect(write).toContain(
+      `INSERT INTO stores (id, name, plan_active, upload_limit_bytes, created_at) VALUES ('${storeB}', 'Sklep O''Brien', 1, NULL,`,
+    );
+    expect(write).toContain(`VALUES ('${await tokenHash(made.token)}', '["${storeB}"]', '["media:write"]',`);
+    expect(write).not.toContain(made.token);
+    expect(made).toMatchObject({ storeIds: [storeB], createdStores: [{ id: storeB, name: "Sklep O'Brien" }] });
+  });
+
+  it("with an existing --store: writes only the token", async () => {
+    const database = fakeDatabase([storeA]);
+    const made = await createToken(options({ storeIds: [storeA] }), { run: database.run });
+    expect(database.calls).toHaveLength(2);
+    const [write] = database.writes();
+    expect(write).not.toContain("INSERT INTO stores");
+    expect(made.createdStores).toEqual([]);
+  });
+
+  it("with an unknown --store: refuses without --name, creates it with --name", async () => {
+    await expect(createToken(options({ storeIds: [storeA] }), { run: fakeDatabase().run })).rejects.toThrow(
+      `No store ${storeA} on the deployed database; pass --name NAME to create it.`,
+    );
+    const database = fakeDatabase([storeB]);
+    const made = await createToken(options({ storeIds: [storeA, storeB], name: "Second shop" }), { run: database.run });
+    expect(made.createdStores).toEqual([{ id: storeA, name: "Second shop" }]);
+    expect(database.writes()[0]).toContain(`'["${storeA}","${storeB}"]'`);
+  });
+
+  it("prints the token once, with a first call that defines every variable it uses", async () => {
+    const database = fakeDatabase([storeA]);
+    const printed: string[] = [];
+    await main(["--abilities", "subscriptions:read", "--store", storeA], {
+      run: database.run,
+      print: (t) => printed.push(t),
+    });
+    const output = printed.join("\n");
+    const token = /Token: +(sfc_[A-Za-z0-9_-]{43})/.exec(output)?.[1] ?? "";
+    expect(token).not.toBe("");
+    expect(output.split(token).length - 1).toBe(2); // the Token line and TOKEN=
+    for (const variable of ["API", "TOKEN", "STORE"]) expect(output).toMatch(new RegExp(`^ +${variable}=`, "m"));
+  });
+
+  it("gives every token its own 256-bit secret", async () => {
+    const database = fakeDatabase([storeA]);
+    const tokens = new Set<string>();
+    for (let i = 0; i < 20; i++)
+      tokens.add((await createToken(options({ storeIds: [storeA] }), { run: database.run })).token);
+    expect(tokens.size).toBe(20);
+  });
+});
+
+describe("npm run token:create -- --local with the real wrangler and a local D1 database", () => {
+  let persistTo: string;
+
+  beforeAll(async () => {
+    persistTo = await mkdtemp(join(tmpdir(), "token-create-"));
+    const migrated = await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo]);
+    expect(migrated.code, migrated.stderr).toBe(0);
+  });
+
+  afterAll(async () => {
+    await rm(persistTo, { recursive: true, force: true });
+  });
+
+  it("writes rows the schema accepts: the store, and the token as its SHA-256 with its stores and abilities", async () => {
+    const printed: string[] = [];
+    await main(
+      [
+        "--abilities",
+        "media:write,subscriptions:read",
+        "--name",
+        "Pracownia 'Łódź'; DROP TABLE x",
+        "--local",
+        "--persist-to",
+        persistTo,
+        "--json",
+      ],
+      {
+        print: (t) => printed.push(t),
+      },
+    );
+    const made = JSON.parse(printed.join(""));
+    const [storeId] = made.store_ids;
+    const read = await runWrangler([
+      "d1",
+      "execute",
+      "DB",
+      "--local",
+      "--persist-to",
+      persistTo,
+      "--json",
+      "--command",
+      `SELECT name, plan_active, upload_limit_bytes FROM stores WHERE id = '${storeId}'; SELECT token_hash, store_ids, abilities FROM api_tokens`,
+    ]);
+    expect(read.code, read.stderr).toBe(0);
+    const [stores, tokens] = JSON.parse(read.stdout);
+    expect(stores.results).toEqual([
+      { name: "Pracownia 'Łódź'; DROP TABLE x", plan_active: 1, upload_limit_bytes: null },
+    ]);
+    expect(tokens.results).toEqual([
+      {
+        token_hash: await tokenHash(made.token),
+        store_ids: JSON.stringify([storeId]),
+        abilities: '["media:write","subscriptions:read"]',
+      },
+    ]);
+  });
+});
