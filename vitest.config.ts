@@ -1,6 +1,15 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+// The secrets wrangler.toml requires, as wrangler looks for them: the plugin reads the configuration through
+// wrangler, which warns about a required secret missing from .dev.vars, .env and the environment (it does not
+// see the bindings below). The e2e project's `wrangler dev` inherits them too.
+process.env.FILE_SIGNING_SECRET = "test-signing-secret";
+process.env.PLATFORM_API_SECRET = "test-platform-secret";
+// wrangler's informational lines ("Using secrets defined in process.env", once per test file) stay out of
+// the test report; its warnings and errors still show. WRANGLER_LOG=log (or debug) brings them back.
+process.env.WRANGLER_LOG ??= "warn";
+
 export default defineConfig({
   test: {
     projects: [
@@ -13,8 +22,6 @@ export default defineConfig({
               d1Databases: ["UNMIGRATED_DB"],
               bindings: {
                 DEV_FIXTURES: "on",
-                FILE_SIGNING_SECRET: "test-signing-secret",
-                PLATFORM_API_SECRET: "test-platform-secret",
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
             },
@@ -23,7 +30,8 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/e2e/**"],
+          // test/scripts/*.test.ts drive the deploy and token scripts in Node; test/scripts/worker/ runs here.
+          exclude: ["test/e2e/**", "test/scripts/*.test.ts"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
         },
       },
@@ -35,6 +43,15 @@ export default defineConfig({
           globalSetup: ["./test/e2e/global-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "scripts",
+          include: ["test/scripts/*.test.ts"],
+          environment: "node",
+          // A few tests run the real wrangler CLI (help pages, a local D1 database), a second or two each.
+          testTimeout: 60_000,
         },
       },
     ],
