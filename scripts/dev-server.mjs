@@ -25,18 +25,29 @@ function exampleSecrets() {
   return Object.fromEntries(entries.filter(([name]) => process.env[name] === undefined));
 }
 
-/** Runs wrangler with the Node binary that runs this script (Node 22 from the project). */
+/**
+ * Runs wrangler with the Node binary that runs this script (Node 22 from the project). The API never reads
+ * `request.cf`, so the local runtime is not sent to fetch one from workers.cloudflare.com (offline that fetch
+ * fails with a warning on every start and reload); set CLOUDFLARE_CF_FETCH_ENABLED=true to have it anyway.
+ */
 export function wrangler(args, options = {}) {
   return spawn(process.execPath, [wranglerBin, ...args], {
     stdio: options.stdio ?? ["ignore", "inherit", "inherit"],
-    env: { ...exampleSecrets(), ...process.env, WRANGLER_SEND_METRICS: "false", ...options.env },
+    env: {
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      ...exampleSecrets(),
+      ...process.env,
+      WRANGLER_SEND_METRICS: "false",
+      ...options.env,
+    },
   });
 }
 
 function finished(child) {
   return new Promise((resolve, reject) => {
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler exited with ${code}`))));
+    // "close" comes after the piped output has been read to its end.
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`wrangler exited with ${code}`))));
   });
 }
 
@@ -52,11 +63,26 @@ export function freePort() {
   });
 }
 
-/** Applies every migration in migrations/ to the local D1 database kept in `persistTo`. */
-export async function applyLocalMigrations(persistTo, stdio) {
+/**
+ * Applies every migration in migrations/ to the local D1 database kept in `persistTo`. wrangler's tables of
+ * migrations (printed twice, with a confirmation it answers itself) are kept back unless applying fails.
+ */
+export async function applyLocalMigrations(persistTo) {
   const args = ["d1", "migrations", "apply", "DB", "--local"];
   if (persistTo) args.push("--persist-to", persistTo);
-  await finished(wrangler(args, { stdio }));
+  const child = wrangler(args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr.on("data", (chunk) => {
+    output += chunk;
+  });
+  try {
+    await finished(child);
+  } catch (error) {
+    throw new Error(`applying the local D1 migrations failed (${error.message}):\n${output}`);
+  }
 }
 
 async function waitUntilServing(url, child, timeoutMs) {
@@ -83,7 +109,7 @@ async function waitUntilServing(url, child, timeoutMs) {
  * function. `extraArgs` go to `wrangler dev` unchanged.
  */
 export async function startDevServer({ port, persistTo, extraArgs = [], stdio, timeoutMs = 90_000 } = {}) {
-  await applyLocalMigrations(persistTo, stdio);
+  await applyLocalMigrations(persistTo);
   const args = [
     "dev",
     "--ip",
