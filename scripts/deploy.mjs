@@ -194,6 +194,12 @@ async function ensureDatabase(run, name, print) {
   return { name, id: created.uuid, created: true };
 }
 
+/** API error 10042: the account has never turned R2 on, which only its owner can do, in the dashboard. */
+const r2NotEnabled = () =>
+  new ScriptError(
+    "R2 is not enabled on this account. Enable it once in the Cloudflare dashboard (R2 Object Storage; Cloudflare asks to accept its R2 plan, whose free tier covers this service's start), then run `npm run deploy` again.",
+  );
+
 /** Finds the R2 bucket by name, creating it when it does not exist (API error 10006). */
 async function ensureBucket(run, name, print) {
   const info = await run(["r2", "bucket", "info", name, "--json"]);
@@ -201,9 +207,12 @@ async function ensureBucket(run, name, print) {
     print(`R2 bucket ${name}: found`);
     return { name, created: false };
   }
+  if (failureCode(info) === 10042) throw r2NotEnabled();
   if (failureCode(info) !== 10006)
     throw new ScriptError(`Looking up R2 bucket ${name} failed:\n${failureMessage(info)}`);
-  await mustRun(run, `Creating R2 bucket ${name}`, ["r2", "bucket", "create", name]);
+  const created = await run(["r2", "bucket", "create", name]);
+  if (failureCode(created) === 10042) throw r2NotEnabled();
+  if (created.code !== 0) throw new ScriptError(`Creating R2 bucket ${name} failed:\n${failureMessage(created)}`);
   print(`R2 bucket ${name}: created`);
   return { name, created: true };
 }

@@ -178,6 +178,15 @@ describe("npm run deploy stops early, saying what to do", () => {
     await expect(deployWith(account, { CLOUDFLARE_ACCOUNT_ID: "acc-2" }).run()).resolves.toBeDefined();
   });
 
+  it("when R2 was never enabled on the account: says to enable it in the dashboard, before migrating or deploying", async () => {
+    const account = new FakeCloudflare();
+    account.r2Enabled = false;
+    await expect(deployWith(account).run()).rejects.toThrow(
+      /R2 is not enabled on this account. Enable it once in the Cloudflare dashboard/,
+    );
+    expect(account.calls.some((call) => call.args[1] === "migrations" || call.args[0] === "deploy")).toBe(false);
+  });
+
   it("when a migration fails: the Worker is not deployed", async () => {
     const account = new FakeCloudflare();
     account.failMigrations = true;

@@ -31,6 +31,8 @@ export class FakeCloudflare {
   worker: { secrets: Set<string>; vars: Record<string, string> } | undefined;
   migrationsApplied = 0;
   failMigrations = false;
+  /** An account whose owner has never turned R2 on answers every R2 call with API error 10042. */
+  r2Enabled = true;
   bundleSize = { raw_bytes: 2_500_000, gzip_bytes: 580_000 };
   url = "https://storefront-checkout-api.shop.workers.dev";
   readonly calls: Call[] = [];
@@ -79,6 +81,13 @@ export class FakeCloudflare {
         return failed("A database with that name already exists [code: 7502]", 7502);
       this.databases.push({ name: third, uuid: crypto.randomUUID() });
       return ok(`✅ Successfully created DB '${third}'`);
+    }
+    if (first === "r2" && !this.r2Enabled) {
+      return failed(
+        "A request to the Cloudflare API (/accounts/acc-1/r2/buckets) failed.\n  Please enable R2 Subscription for your account. [code: 10042]",
+        10042,
+        "A request to the Cloudflare API (/accounts/acc-1/r2/buckets) failed.",
+      );
     }
     if (first === "r2" && second === "bucket" && args[2] === "info") {
       const name = args[3] ?? "";
