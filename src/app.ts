@@ -9,7 +9,7 @@ import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { apiCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
-import { documentResponsesAsSent } from "./http/route";
+import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
 import { crossSellRoutes } from "./products/cross-sells/routes";
@@ -100,7 +100,7 @@ function createApi() {
   });
   api.get("/openapi.json", (c) => {
     const document = api.getOpenAPI31Document(openApiObject(new URL(apiBasePath, c.req.url).toString()));
-    return c.json(documentResponsesAsSent(document));
+    return c.json(finishDocument(document));
   });
   api.get("/docs", referencePageHeaders, referencePage);
   return api;

@@ -18,6 +18,7 @@ const errorDescriptions = {
   409: "Conflict with the resource's state",
   410: "Gone",
   413: "Request body too large",
+  415: "The body is not of the documented media type",
   422: "Validation failure or a state that forbids the action",
   429: "Too many requests; see Retry-After",
   502: "An upstream service is unavailable",
@@ -77,6 +78,7 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
   },
 ) {
   const { guard: guardOptions, afterGuard = [], ...route } = config;
+  const refusedBodies = bodyRefusals(route);
   // One middleware whose type carries the guard's caller, so a handler of a required store reads a string.
   const checks = every(guard(guardOptions), ...afterGuard, ...paramsMiddleware(route)) as MiddlewareHandler<
     GuardedEnv<S>
@@ -84,6 +86,8 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
   return createRoute({
     ...route,
     request: { ...route.request, headers: withStoreHeader(route.request?.headers, guardOptions.store) },
+    // Typed as the route's own: a handler never returns the refusals, they are thrown before it runs.
+    responses: { ...refusedBodies, ...route.responses } as R["responses"],
     security: [{ bearerAuth: [] }],
     middleware: [checks] as const,
   });
@@ -92,7 +96,31 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
 /** A documented route without a bearer token (the byte PUT): its own checks, then path ids. */
 export function openRoute<const R extends RouteConfig>(config: R & { checks: MiddlewareHandler<AppEnv>[] }) {
   const { checks, ...route } = config;
-  return createRoute({ ...route, middleware: [...checks, ...paramsMiddleware(route)] as const });
+  return createRoute({
+    ...route,
+    responses: { ...bodyRefusals(route), ...route.responses } as R["responses"],
+    middleware: [...checks, ...paramsMiddleware(route)] as const,
+  });
+}
+
+/**
+ * The refusals that come before a route's own code, documented on every route they can reach: app.ts refuses a
+ * JSON body over its limit (413) on the methods that carry one, the byte PUTs apart; the router refuses a body
+ * that is not of the media type of a validated JSON body (415).
+ */
+function bodyRefusals(route: RouteConfig) {
+  const statuses: ErrorStatus[] = [];
+  if (route.method === "post" || route.method === "delete" || route.method === "patch") statuses.push(413);
+  const content = route.request?.body?.content ?? {};
+  if (Object.entries(content).some(([type, media]) => /json/i.test(type) && isValidated(media))) {
+    statuses.push(415);
+  }
+  return errorResponses(...statuses);
+}
+
+/** A body media type the router validates: its schema is zod (a plain JSON schema is only documented). */
+function isValidated(media: unknown): boolean {
+  return isNode(media) && media.schema instanceof z.ZodType;
 }
 
 function paramsMiddleware(route: RouteConfig) {
@@ -149,9 +177,7 @@ function requireDefaulted(schema: unknown): void {
  * as required; a client generated from the document then need not check for an absent field that never is.
  * A schema a request uses too keeps the accepting form: there the field may be left out.
  */
-export function documentResponsesAsSent<D extends { paths?: unknown; components?: { schemas?: unknown } }>(
-  document: D,
-): D {
+function documentResponsesAsSent(document: { paths?: unknown; components?: { schemas?: unknown } }): void {
   const components = (document.components?.schemas ?? {}) as Record<string, unknown>;
   const requestParts: unknown[] = [];
   const responseParts: unknown[] = [];
@@ -176,5 +202,41 @@ export function documentResponsesAsSent<D extends { paths?: unknown; components?
       ),
     ),
   );
+}
+
+/**
+ * The generator writes a nullable component (`HostedFile.nullable()`) as `allOf: [HostedFile, {type: [object,
+ * null]}]`, which no null satisfies (it must match HostedFile too) and which client generators read as "never
+ * null". Such a pair becomes what was meant: `anyOf: [HostedFile, {type: null}]`.
+ */
+function repairNullableRefs(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const item of value) repairNullableRefs(item);
+    return;
+  }
+  if (!isNode(value)) return;
+  const parts = value.allOf;
+  if (Array.isArray(parts) && parts.length === 2) {
+    const [ref, nullable] = parts as unknown[];
+    const types = isNode(nullable) ? nullable.type : undefined;
+    if (
+      isNode(ref) &&
+      typeof ref.$ref === "string" &&
+      isNode(nullable) &&
+      Object.keys(nullable).length === 1 &&
+      Array.isArray(types) &&
+      types.includes("null")
+    ) {
+      delete value.allOf;
+      value.anyOf = [ref, { type: "null" }];
+    }
+  }
+  for (const child of Object.values(value)) repairNullableRefs(child);
+}
+
+/** The generated document made exact where the generator is not (see the two functions above). */
+export function finishDocument<D extends { paths?: unknown; components?: { schemas?: unknown } }>(document: D): D {
+  repairNullableRefs(document);
+  documentResponsesAsSent(document);
   return document;
 }
