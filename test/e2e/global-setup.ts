@@ -14,12 +14,34 @@ declare module "vitest" {
   }
 }
 
-/** Serves the upload page on its own port, so the browser test crosses origins like a real shop. */
+/** The Uppy files the page loads from `/vendor/uppy/`, as `npm install` copies them into the Worker's assets. */
+const vendorFiles: Record<string, string> = {
+  "uppy.min.mjs": "text/javascript; charset=utf-8",
+  "uppy.min.css": "text/css; charset=utf-8",
+};
+
+/**
+ * Serves the upload page on its own port, so the browser test crosses origins like a real shop, with the
+ * page's Uppy at the same path the Worker's assets serve it (from the same npm package).
+ */
 async function servePage(port: number): Promise<Server> {
   const html = await readFile(new URL("../../src/dev/upload-page.html", import.meta.url), "utf8");
-  const server = createServer((_request, response) => {
-    response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
-    response.end(html);
+  const server = createServer((request, response) => {
+    const vendor = /^\/vendor\/uppy\/([\w.-]+)$/.exec(new URL(request.url ?? "/", "http://page").pathname)?.[1];
+    if (vendor === undefined) {
+      response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+      response.end(html);
+      return;
+    }
+    const type = vendorFiles[vendor];
+    if (!type) {
+      response.writeHead(404).end();
+      return;
+    }
+    readFile(new URL(`../../node_modules/uppy/dist/${vendor}`, import.meta.url)).then(
+      (body) => response.writeHead(200, { "Content-Type": type }).end(body),
+      () => response.writeHead(404).end(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   return server;
