@@ -29,6 +29,9 @@ export default defineConfig({
         ],
         test: {
           name: "worker",
+          // Each file in its own isolate, chosen (not vitest's default by accident): module-level state of the
+          // Worker (the token cache, parsed configuration, leased limit slices) starts empty in every file.
+          isolate: true,
           include: ["test/**/*.test.ts"],
           // test/scripts/*.test.ts drive the deploy and token scripts in Node; test/scripts/worker/ runs here.
           exclude: ["test/e2e/**", "test/scripts/*.test.ts"],
@@ -40,6 +43,7 @@ export default defineConfig({
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
+          isolate: true,
           globalSetup: ["./test/e2e/global-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 120_000,
@@ -50,6 +54,8 @@ export default defineConfig({
           name: "scripts",
           include: ["test/scripts/*.test.ts"],
           environment: "node",
+          // The scripts keep no module state, so their files share workers.
+          isolate: false,
           // A few tests run the real wrangler CLI (help pages, a local D1 database), a second or two each.
           testTimeout: 60_000,
         },
