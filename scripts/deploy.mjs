@@ -161,9 +161,13 @@ async function secretsFile(secrets) {
 async function checkAccount(run, env) {
   const who = await run(["whoami", "--json"]);
   if (who.code !== 0) {
-    throw new ScriptError(
-      "Not logged in to Cloudflare. Run `npx wrangler login` (or set CLOUDFLARE_API_TOKEN), then `npm run deploy` again.",
-    );
+    // `whoami --json` prints {"loggedIn":false} when there is no login; anything else is wrangler's own failure.
+    if (/"loggedIn"\s*:\s*false/.test(who.stdout)) {
+      throw new ScriptError(
+        "Not logged in to Cloudflare. Run `npx wrangler login` (or set CLOUDFLARE_API_TOKEN), then `npm run deploy` again.",
+      );
+    }
+    throw new ScriptError(`Checking the Cloudflare login failed:\n${failureMessage(who)}`);
   }
   const accounts = parseJsonOutput(who.stdout).accounts ?? [];
   if (accounts.length > 1 && !env.CLOUDFLARE_ACCOUNT_ID) {

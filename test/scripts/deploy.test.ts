@@ -170,6 +170,20 @@ describe("npm run deploy stops early, saying what to do", () => {
     expect(account.commandLines()).toEqual(["whoami --json"]);
   });
 
+  it("when wrangler cannot check the login (no network): shows wrangler's reason, not a login hint", async () => {
+    const account = new FakeCloudflare();
+    const run = account.run;
+    account.run = async (args, options) =>
+      args[0] === "whoami"
+        ? { code: 1, stdout: "", stderr: "✘ [ERROR] Unable to resolve Cloudflare's API hostname", outputs: [] }
+        : run(args, options);
+    const attempt = deployWith(account).run();
+    await expect(attempt).rejects.toThrow(
+      /Checking the Cloudflare login failed:\n.*Unable to resolve Cloudflare's API hostname/,
+    );
+    await expect(attempt).rejects.not.toThrow(/wrangler login/);
+  });
+
   it("when the login has several accounts and CLOUDFLARE_ACCOUNT_ID is unset: lists them and touches nothing", async () => {
     const account = new FakeCloudflare();
     account.accounts.push({ id: "acc-2", name: "Agency" });

@@ -52,7 +52,7 @@ export class FakeCloudflare {
     return this.calls.map((call) => call.args.join(" "));
   }
 
-  readonly run: RunWrangler = async (args, options = {}) => {
+  run: RunWrangler = async (args, options = {}) => {
     const call: Call = { args, mode: options.mode ?? "capture" };
     const secretsPath = flagValue(args, "--secrets-file");
     if (secretsPath) {
