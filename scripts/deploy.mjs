@@ -144,7 +144,7 @@ export function planSecrets(required, existing, env, generate = generateSecret) 
 async function listSecrets(run) {
   const result = await run(["secret", "list", "--format", "json"]);
   if (result.code === 0) return parseJsonOutput(result.stdout).map((secret) => secret.name);
-  if (/not found/i.test(failureMessage(result))) return [];
+  if (/Worker "[^"]*"(?: \(env: [^)]*\))? not found/.test(failureMessage(result))) return [];
   throw new ScriptError(`Listing the Worker's secrets failed:\n${failureMessage(result)}`);
 }
 
@@ -204,18 +204,33 @@ const r2NotEnabled = () =>
     "R2 is not enabled on this account. Enable it once in the Cloudflare dashboard (R2 Object Storage; Cloudflare asks to accept its R2 plan, whose free tier covers this service's start), then run `npm run deploy` again.",
   );
 
-/** Finds the R2 bucket by name, creating it when it does not exist (API error 10006). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the terminal colours wrangler may write.
+const colours = /\x1b\[[0-9;]*m/g;
+
+/** The bucket names in `wrangler r2 bucket list` (a `name:` line per bucket; it has no JSON form). */
+export function bucketNames(listOutput) {
+  return [...listOutput.replace(colours, "").matchAll(/^name:\s+(\S+)\s*$/gm)].map((match) => match[1]);
+}
+
+/**
+ * Finds the R2 bucket by name, creating it when it is not listed. `r2 bucket list` needs only R2 read
+ * permission (`r2 bucket info` also reads analytics); a create that finds the bucket there after all (API
+ * error 10004, "already exists, and you own it") counts as found.
+ */
 async function ensureBucket(run, name, print) {
-  const info = await run(["r2", "bucket", "info", name, "--json"]);
-  if (info.code === 0) {
+  const list = await run(["r2", "bucket", "list"]);
+  if (failureCode(list) === 10042) throw r2NotEnabled();
+  if (list.code !== 0) throw new ScriptError(`Listing R2 buckets failed:\n${failureMessage(list)}`);
+  if (bucketNames(list.stdout).includes(name)) {
     print(`R2 bucket ${name}: found`);
     return { name, created: false };
   }
-  if (failureCode(info) === 10042) throw r2NotEnabled();
-  if (failureCode(info) !== 10006)
-    throw new ScriptError(`Looking up R2 bucket ${name} failed:\n${failureMessage(info)}`);
   const created = await run(["r2", "bucket", "create", name]);
   if (failureCode(created) === 10042) throw r2NotEnabled();
+  if (failureCode(created) === 10004) {
+    print(`R2 bucket ${name}: found`);
+    return { name, created: false };
+  }
   if (created.code !== 0) throw new ScriptError(`Creating R2 bucket ${name} failed:\n${failureMessage(created)}`);
   print(`R2 bucket ${name}: created`);
   return { name, created: true };

@@ -103,11 +103,16 @@ export async function mustRun(run, doing, args, options) {
   );
 }
 
-/** Parses the JSON wrangler printed; some commands print a line or two before it. */
+/** Parses the JSON wrangler printed; a line or two may come before or after it (a banner, a notice). */
 export function parseJsonOutput(stdout) {
   const start = stdout.search(/^[[{]/m);
-  if (start === -1) throw new ScriptError(`wrangler printed no JSON: ${stdout.slice(0, 200)}`);
-  return JSON.parse(stdout.slice(start));
+  const end = Math.max(stdout.lastIndexOf("]"), stdout.lastIndexOf("}"));
+  try {
+    if (start !== -1 && end > start) return JSON.parse(stdout.slice(start, end + 1));
+  } catch {
+    // Reported below with what was printed.
+  }
+  throw new ScriptError(`wrangler printed no JSON where one was expected:\n${stdout.slice(0, 500)}`);
 }
 
 /** Runs a script's main: a ScriptError is printed as a message, anything else with its stack. */

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  bucketNames,
   checkDeployVars,
   deploy,
   dryRun,
@@ -15,7 +16,7 @@ import {
   sizeLimits,
   type WranglerConfig,
 } from "../../scripts/deploy.mjs";
-import { ScriptError } from "../../scripts/lib/wrangler.mjs";
+import { parseJsonOutput, ScriptError } from "../../scripts/lib/wrangler.mjs";
 import { FakeCloudflare } from "./fake-cloudflare";
 
 let config: WranglerConfig;
@@ -70,7 +71,7 @@ describe("npm run deploy on an empty account", () => {
       "d1 list --json",
       `d1 create ${databaseName}`,
       "d1 list --json",
-      `r2 bucket info`,
+      "r2 bucket list",
       `r2 bucket create`,
       "secret list --format",
       "d1 migrations apply",
@@ -159,6 +160,27 @@ describe("npm run deploy again", () => {
       CORS_ORIGINS: "https://a.example, https://b.example",
       API_LIMIT_PER_MINUTE: "1200",
     });
+  });
+});
+
+describe("the R2 bucket", () => {
+  it("is read from wrangler's bucket list, coloured or not", () => {
+    const listing =
+      "Listing buckets...\n\x1b[37mname:\x1b[39m           \x1b[90mmedia-a\x1b[39m\ncreation_date:  2026-01-01\n\nname:           media-b\ncreation_date:  2026-01-02\n";
+    expect(bucketNames(listing)).toEqual(["media-a", "media-b"]);
+  });
+
+  it("that another deploy created meanwhile (create answers 10004) counts as found", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const run = account.run;
+    // The list does not show it yet; the create then finds it there.
+    account.run = async (args, options) =>
+      args.join(" ") === "r2 bucket list"
+        ? { code: 0, stdout: "Listing buckets...\n", stderr: "", outputs: [] }
+        : run(args, options);
+    const result = await deployWith(account).run();
+    expect(result.bucket).toEqual({ name: bucketName, created: false });
+    expect([...account.buckets]).toEqual([bucketName]);
   });
 });
 
@@ -314,5 +336,15 @@ describe("npm run deploy -- --dry-run (CI, no account)", () => {
     expect(parseDeployArgs(["--dry-run", "--outdir", "dist"])).toMatchObject({ dryRun: true, outdir: "dist" });
     expect(() => parseDeployArgs(["--outdir", "dist"])).toThrow(ScriptError);
     expect(() => parseDeployArgs(["--force"])).toThrow(/Usage: npm run deploy/);
+  });
+});
+
+describe("wrangler's JSON answers", () => {
+  it("are read past a notice before or after them, and a missing one is named", () => {
+    expect(parseJsonOutput('▲ [WARNING] update available\n[{"name":"a"}]\n🪵 Logs were written\n')).toEqual([
+      { name: "a" },
+    ]);
+    expect(parseJsonOutput('{"loggedIn":true}')).toEqual({ loggedIn: true });
+    expect(() => parseJsonOutput("✘ [ERROR] nothing here")).toThrow(/no JSON where one was expected/);
   });
 });

@@ -89,19 +89,24 @@ export class FakeCloudflare {
         "A request to the Cloudflare API (/accounts/acc-1/r2/buckets) failed.",
       );
     }
-    if (first === "r2" && second === "bucket" && args[2] === "info") {
-      const name = args[3] ?? "";
-      return this.buckets.has(name)
-        ? ok(JSON.stringify({ name, location: "WEUR" }))
-        : failed(
-            `A request to the Cloudflare API (/accounts/acc-1/r2/buckets/${name}) failed.\n  The specified bucket does not exist. [code: 10006]`,
-            10006,
-            `A request to the Cloudflare API (/accounts/acc-1/r2/buckets/${name}) failed.`,
-          );
+    if (first === "r2" && second === "bucket" && args[2] === "list") {
+      // wrangler's own text: "Listing buckets..." then a name/creation_date block per bucket.
+      const blocks = [...this.buckets].map(
+        (name) => `name:           ${name}\ncreation_date:  2026-11-01T10:00:00.000Z`,
+      );
+      return ok(`Listing buckets...\n${blocks.join("\n\n")}\n`);
     }
     if (first === "r2" && second === "bucket" && args[2] === "create") {
-      this.buckets.add(args[3] ?? "");
-      return ok(`Created bucket '${args[3]}'`);
+      const name = args[3] ?? "";
+      if (this.buckets.has(name)) {
+        return failed(
+          `A request to the Cloudflare API (/accounts/acc-1/r2/buckets) failed.\n  The bucket you tried to create already exists, and you own it. [code: 10004]`,
+          10004,
+          "A request to the Cloudflare API (/accounts/acc-1/r2/buckets) failed.",
+        );
+      }
+      this.buckets.add(name);
+      return ok(`Creating bucket '${name}'...\n✅ Created bucket '${name}' with default storage class of Standard.`);
     }
     if (first === "secret" && second === "list") {
       if (!this.worker)

@@ -10,7 +10,7 @@ import { FakeCloudflare } from "./fake-cloudflare";
 /** The wrangler commands the scripts use, longest first, so a call is matched to its own help page. */
 const commands = [
   ["d1", "migrations", "apply"],
-  ["r2", "bucket", "info"],
+  ["r2", "bucket", "list"],
   ["r2", "bucket", "create"],
   ["d1", "execute"],
   ["d1", "create"],
