@@ -31,6 +31,7 @@ export declare function checkDeployVars(
 ): Record<string, string>;
 export declare function readDeployVars(config: WranglerConfig, varsFile?: string): Promise<Record<string, string>>;
 export declare function varArgs(vars: Record<string, string>): string[];
+export declare function bucketNames(listOutput: string): string[];
 export declare function generateSecret(): string;
 export declare function planSecrets(
   required: string[],
