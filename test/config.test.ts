@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createApp } from "../src/app";
 import { readConfig } from "../src/config";
 import { migrateCommand } from "../src/http/errors";
-import { seedProduct, seedStore } from "./support/factories";
+import { seedProduct, seedStore, uuid } from "./support/factories";
 import { origin } from "./support/http";
 
 /** Calls the app with some bindings replaced, as a misconfigured deployment or plain `wrangler dev` would run it. */
@@ -12,12 +12,20 @@ function callWith(overrides: Partial<Record<keyof Env, unknown>>, path: string, 
 }
 
 describe("configuration (decisions.md: never a bare 500 for a configuration state)", () => {
+  // A configuration problem is logged once per isolate as an error line; captured, and checked where expected.
+  let errors: MockInstance<typeof console.error>;
+  beforeEach(() => {
+    errors = vi.spyOn(console, "error").mockImplementation(() => {});
+  });
+  afterEach(() => errors.mockRestore());
+  const logged = (text: string) => expect(errors).toHaveBeenCalledWith(expect.stringContaining(text));
+
   it("reads every variable once with its default and names a malformed one", () => {
-    const config = readConfig({ ...env, MAX_IMAGE_EDGE: "abc", UPLOAD_TTL_SECONDS: "" } as Env);
+    const config = readConfig({ ...env, MAX_IMAGE_EDGE: "abc", UPLOAD_TTL_SECONDS: "" } as unknown as Env);
     expect(config.UPLOAD_TTL_SECONDS).toEqual({ ok: true, value: 900 });
     expect(config.MAX_IMAGE_EDGE.ok).toBe(false);
     expect(config.MAX_IMAGE_EDGE).toMatchObject({ problem: expect.stringContaining("MAX_IMAGE_EDGE must be") });
-    expect(readConfig({ ...env, MAX_IMAGE_EDGE: "4000" } as Env).MAX_IMAGE_EDGE.ok).toBe(false); // above 2560
+    expect(readConfig({ ...env, MAX_IMAGE_EDGE: "4000" } as unknown as Env).MAX_IMAGE_EDGE.ok).toBe(false); // above 2560
   });
 
   it("an unmigrated database answers 503 naming the migration command, on the first bearer call", async () => {
@@ -27,6 +35,7 @@ describe("configuration (decisions.md: never a bare 500 for a configuration stat
     expect(response.status).toBe(503);
     const body = (await response.json()) as { message: string };
     expect(body.message).toContain(migrateCommand);
+    logged("database not migrated");
   });
 
   it("without FILE_SIGNING_SECRET a product read answers 200 with download_url null, and private links 503", async () => {
@@ -44,6 +53,7 @@ describe("configuration (decisions.md: never a bare 500 for a configuration stat
     const link = await callWith({ FILE_SIGNING_SECRET: "" }, new URL(locator).pathname);
     expect(link.status).toBe(503);
     expect(((await link.json()) as { message: string }).message).toContain("FILE_SIGNING_SECRET");
+    logged('"problem":"FILE_SIGNING_SECRET is not set"');
   });
 
   it("a malformed numeric variable makes only the routes that need it answer 503 naming it", async () => {
@@ -65,5 +75,23 @@ describe("configuration (decisions.md: never a bare 500 for a configuration stat
       headers,
     });
     expect(read.status).toBe(200);
+    logged('"problem":"UPLOAD_TTL_SECONDS must be');
+  });
+
+  it("a publish that needs the project platform answers 503 naming PLATFORM_API_URL when none is configured; the draft stays", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, {
+      status: "draft",
+      draft: { draft_version: 1, product: { name: "Draft name" }, wall_id: uuid() },
+    });
+    const unconfigured = { DEV_FIXTURES: "", PLATFORM_API_URL: "" };
+    const headers = { Authorization: `Bearer ${token}`, "X-Service-Store": storeId };
+    const response = await callWith(unconfigured, `/api/v1/products/${product.id}/publish`, {
+      method: "POST",
+      headers,
+    });
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { message: string }).message).toContain("PLATFORM_API_URL");
+    expect((await callWith(unconfigured, `/api/v1/products/${product.id}/draft`, { headers })).status).toBe(200);
   });
 });

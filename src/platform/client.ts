@@ -1,3 +1,4 @@
+import { ApiError } from "../http/errors";
 /**
  * The external project platform as the publish flow needs it. Implementations: the HTTP client
  * below (production) and the fake in fake.ts (development and tests). docs/platform-api.md is the
@@ -88,10 +89,17 @@ export class HttpProjectPlatform implements ProjectPlatform {
   }
 }
 
-/** Used when no platform is configured: every call is unavailable, so publishes that need one answer 502. */
+/**
+ * Used when no platform is configured (no `PLATFORM_API_URL`, development fixtures off): a publish that needs
+ * the platform answers 503 naming the variable, as every configuration state does (decisions.md,
+ * "Configuration"); publishes that need no platform work.
+ */
 export class UnconfiguredPlatform implements ProjectPlatform {
   private fail(): never {
-    throw new PlatformUnavailableError("PLATFORM_API_URL is not configured");
+    throw new ApiError(
+      503,
+      "The service is not configured correctly: PLATFORM_API_URL is not set, and publishing this product needs the project platform.",
+    );
   }
   accountConnected(): Promise<boolean> {
     return this.fail();

@@ -281,9 +281,5 @@ describe("leased general limit through the guard", () => {
     // 600 per minute: slices of 30, refilled at 15 left, so about one background call per 15 calls.
     expect(background).toBeGreaterThan(0);
     expect(background / warmCalls).toBeLessThan(0.1);
-    console.info(
-      `general limit, DO calls per request: cold ${afterCold.sync - before.sync} awaited; warm 0 awaited, ` +
-        `${background} in the background over ${warmCalls} calls (${(background / warmCalls).toFixed(3)} per call)`,
-    );
   }, 60_000);
 });

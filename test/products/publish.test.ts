@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { draftMessages } from "../../src/products/drafts";
 import { publishMessages } from "../../src/products/publish";
 import { productInput, seed, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
@@ -243,6 +243,15 @@ describe("POST /products/{id}/publish", () => {
 });
 
 describe("rule 6: platform unavailable, retry safety", () => {
+  // The service logs each unavailable platform as a warning; captured here, and checked where it must appear.
+  let warnings: MockInstance<typeof console.warn>;
+  beforeEach(() => {
+    warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+  });
+  afterEach(() => warnings.mockRestore());
+  const loggedUnavailable = () =>
+    expect(warnings).toHaveBeenCalledWith(expect.stringContaining('"message":"publish: platform unavailable"'));
+
   const failurePoints = [
     { name: "at the account check", successes: 0 },
     { name: "at the project check", successes: 1 },
@@ -284,6 +293,7 @@ describe("rule 6: platform unavailable, retry safety", () => {
       const failed = await publish(s.product.id, s.token);
       expect(failed.status).toBe(502);
       expect(await json(failed)).toEqual({ message: publishMessages.platformUnavailable });
+      loggedUnavailable();
       const afterFailure = await json(await api(`/products/${s.product.id}`, { token: s.token }));
       expect(afterFailure).toMatchObject({ status: "draft", has_draft: true, name: "Live name" });
 
@@ -310,6 +320,7 @@ describe("rule 6: platform unavailable, retry safety", () => {
     const s = await platformScenario();
     await setFaults(s.storeId, { fail_after: 3 });
     expect((await publish(s.product.id, s.token)).status).toBe(502);
+    loggedUnavailable();
     // check_account, check_project, connect(add) succeeded; the disconnect failed.
     expect((await stored(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
   });
