@@ -12,7 +12,7 @@ const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
 const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
 
-describe.skipIf(!browserAvailable)("uploading from a browser on another origin (headless Chromium)", () => {
+describe.skipIf(!browserAvailable)("uploading from the development page in a browser (headless Chromium)", () => {
   let browser: Browser;
 
   beforeAll(async () => {
@@ -68,6 +68,23 @@ describe.skipIf(!browserAvailable)("uploading from a browser on another origin (
     // the API's preflight allowed it, so its 204 proves the preflight was exercised and answered.
     expect(new URL(pageUrl).origin).not.toBe(new URL(baseUrl).origin);
     expect(puts).toEqual([{ status: 204, origin: new URL(baseUrl).origin, token: true }]);
+    await page.close();
+  });
+
+  it("the Worker's own upload page loads Uppy from the Worker's assets and hosts a file", async () => {
+    const page = await browser.newPage();
+    const scripts: { url: string; status: number }[] = [];
+    page.on("response", (response) => {
+      if (response.url().includes("/vendor/")) scripts.push({ url: response.url(), status: response.status() });
+    });
+    const query = new URLSearchParams({ token: demo.tokens[0].token, store: demo.stores[0].id });
+    await page.goto(`${baseUrl}/api/v1/_dev/upload?${query}`);
+    const photo = Buffer.from(await png(320, 200));
+    await page.setInputFiles("#file", { name: "logo.png", mimeType: "image/png", buffer: photo });
+    await page.click("#submit");
+    await page.locator("#hosted-image").waitFor({ state: "visible", timeout: 20_000 });
+    expect(await page.locator("#status").textContent()).toBe("Hosted: logo.png");
+    expect(scripts).toEqual([{ url: `${baseUrl}/vendor/uppy/uppy.min.mjs`, status: 200 }]);
     await page.close();
   });
 });
