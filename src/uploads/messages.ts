@@ -54,6 +54,7 @@ export const uploadMessages = {
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
   assemblyFailed: "The parts could not be assembled; retry the complete.",
+  reserveFailed: "The upload could not be reserved; retry.",
   size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
   tooManyParts: (partLimit: number, partSize: number) =>
     `The size is too large to upload: it needs more than ${partLimit} parts of at most ${partSize} bytes.`,

@@ -240,10 +240,14 @@ function storingFailed(cause: "body" | "storage"): ApiError {
     : new ApiError(503, uploadMessages.storageFailed);
 }
 
-const storageFailedResponse = {
-  description: "Storage failed; the upload (or part) is as it was, and the PUT may be retried",
-  content: { "application/json": { schema: z.object({ message: z.string() }) } },
-};
+/** A 503 the client answers by trying again: what failed, and that nothing changed. */
+function retryLater(description: string) {
+  return { description, content: { "application/json": { schema: z.object({ message: z.string() }) } } };
+}
+
+const storageFailedResponse = retryLater(
+  "Storage failed; the upload (or part) is as it was, and the PUT may be retried",
+);
 
 /**
  * Hosted media uploads: prepare, byte PUT, part PUT, complete, and the upload's state. `apiBasePath` is
@@ -265,6 +269,7 @@ export function uploadRoutes(apiBasePath: string) {
         responses: {
           201: { description: "The reservation", content: { "application/json": { schema: Reservation } } },
           ...errorResponses(400, ...bearerErrors, 413, 422),
+          503: retryLater("Storage could not start a multipart upload; nothing is reserved, prepare again"),
         },
       }),
       async (c) => {
@@ -295,6 +300,16 @@ export function uploadRoutes(apiBasePath: string) {
         const r2Upload = plan
           ? await c.env.BUCKET.createMultipartUpload(stagedKey(storeId, id), {
               httpMetadata: { contentType: body.content_type },
+            }).catch((error) => {
+              console.error(
+                JSON.stringify({
+                  level: "error",
+                  message: "upload: creating the R2 multipart upload failed",
+                  request_id: c.get("requestId"),
+                  error: String(error),
+                }),
+              );
+              throw new ApiError(503, uploadMessages.reserveFailed);
             })
           : null;
         try {
@@ -461,6 +476,7 @@ export function uploadRoutes(apiBasePath: string) {
         responses: {
           201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
           ...errorResponses(400, ...bearerErrors, 404, 409, 410, 422),
+          503: retryLater("Storage could not assemble the parts; they are as they were, and complete may be retried"),
         },
       }),
       async (c) => {

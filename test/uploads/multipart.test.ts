@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { mediaKey, stagedKey } from "../../src/uploads/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore, uuid } from "../support/factories";
@@ -56,6 +56,10 @@ async function putAllParts(reservation: MultipartReservation, file: Uint8Array) 
     expect((await putPart(reservation, n, partOf(reservation, file, n))).status, `part ${n}`).toBe(204);
   }
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
 
@@ -368,6 +372,47 @@ describe("complete and GET of a multipart upload", () => {
     expect((await putPart(reservation, 2, partOf(reservation, file, 2))).status).toBe(204);
     expect((await completeWith(owner, reservation.id)).status).toBe(201);
     expect(await hostedBytes(owner.storeId, reservation.id, "mp4")).toEqual(file);
+  });
+
+  it("R2 failing to assemble the parts: 503, the parts are kept, and the next complete hosts them", async () => {
+    const owner = await seedStore();
+    const file = mp4OfSize(threeParts, 5);
+    const reservation = await reserveParts(owner, file.length);
+    await putAllParts(reservation, file);
+    const resume = env.BUCKET.resumeMultipartUpload.bind(env.BUCKET);
+    const spy = vi.spyOn(env.BUCKET, "resumeMultipartUpload").mockImplementation((key: string, uploadId: string) => {
+      const upload = resume(key, uploadId);
+      return { ...upload, complete: () => Promise.reject(new Error("R2 is unavailable")) } as R2MultipartUpload;
+    });
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const failed = await completeWith(owner, reservation.id);
+    expect(failed.status).toBe(503);
+    expect(await json(failed)).toEqual({ message: uploadMessages.assemblyFailed });
+    const kept = await json<Status>(await readUpload(owner, reservation.id));
+    expect(kept.state).toBe("stored");
+    expect(kept.parts).toHaveLength(3);
+
+    spy.mockRestore();
+    expect((await completeWith(owner, reservation.id)).status).toBe(201);
+    expect(await hostedBytes(owner.storeId, reservation.id, "mp4")).toEqual(file);
+  });
+
+  it("R2 failing to start a multipart upload: prepare answers 503 and reserves nothing", async () => {
+    const owner = await seedStore();
+    vi.spyOn(env.BUCKET, "createMultipartUpload").mockRejectedValue(new Error("R2 is unavailable"));
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const response = await prepare(
+      owner,
+      { filename: "a.mp4", content_type: "video/mp4", size: 10, multipart: true },
+      multipartEnv(),
+    );
+    expect(response.status).toBe(503);
+    expect(await json(response)).toEqual({ message: uploadMessages.reserveFailed });
+    const reserved = await runInDurableObject(
+      coordinatorOf(owner.storeId),
+      (_instance, state) => state.storage.sql.exec("SELECT id FROM uploads").toArray().length,
+    );
+    expect(reserved).toBe(0);
   });
 
   it("bytes that cannot be hosted: 422, the parts stay assembled, completing again repeats the 422", async () => {
