@@ -466,7 +466,15 @@ async function decodeGifInput(input: ImageInput, context: Context): Promise<void
     throw tooLarge(scan.width, scan.height, maxInterlacedGifBytes, "an interlaced GIF frame");
   const reader = await openReader(input, truncatedGif);
   try {
-    await streamRows(context, scan.width, scan.height, false, (push) => decodeGifRows(reader, push));
+    // A frame covering the whole screen without a transparent index paints every pixel opaque.
+    const frame = scan.firstFrame;
+    const opaque =
+      frame.transparentIndex === null &&
+      frame.left === 0 &&
+      frame.top === 0 &&
+      frame.visibleWidth === scan.width &&
+      frame.visibleHeight === scan.height;
+    await streamRows(context, scan.width, scan.height, opaque, (push) => decodeGifRows(reader, push));
   } finally {
     await reader.cancel();
   }

@@ -1,5 +1,6 @@
 import { GifReader, GifWriter } from "omggif";
 import { describe, expect, it } from "vitest";
+import { convertToWebp } from "../../../src/uploads/convert";
 import { ByteReader } from "../../../src/uploads/convert/byte-reader";
 import { UnconvertibleImageError } from "../../../src/uploads/convert/errors";
 import { decodeGifRows, type GifWork, scanGif, truncatedGif } from "../../../src/uploads/convert/gif";
@@ -550,5 +551,28 @@ describe("GIF reader: damaged files", () => {
       0x3b,
     ]);
     expect(await refusal(decodeGifRows(readerOf(bytes), () => undefined))).toMatch(/outside its colour table/);
+  });
+});
+
+describe("GIF conversion: transparency decides the WebP's form", () => {
+  const riffForm = (webp: Uint8Array) => String.fromCharCode(...webp.subarray(12, 16));
+
+  it("a frame covering the screen without a transparent index converts to an opaque WebP (no alpha chunk)", async () => {
+    const gif = writeGif(40, 30, palette16, [{ x: 0, y: 0, width: 40, height: 30, indices: pattern(40, 30, 16) }]);
+    const out = await convertToWebp(gif, "gif", { maxEdge: 20 });
+    expect([out.width, out.height]).toEqual([20, 15]);
+    expect(riffForm(out.bytes)).toBe("VP8 ");
+  });
+
+  it("a transparent index, or a frame smaller than the screen, keeps alpha (VP8X with ALPH)", async () => {
+    const keyed = writeGif(40, 30, palette16, [
+      { x: 0, y: 0, width: 40, height: 30, indices: pattern(40, 30, 16), transparent: 3 },
+    ]);
+    const inset = writeGif(40, 30, palette16, [{ x: 5, y: 5, width: 20, height: 10, indices: pattern(20, 10, 16) }]);
+    for (const gif of [keyed, inset]) {
+      const out = await convertToWebp(gif, "gif", { maxEdge: 20 });
+      expect(riffForm(out.bytes)).toBe("VP8X");
+      expect(String.fromCharCode(...out.bytes.subarray(30, 34))).toBe("ALPH");
+    }
   });
 });
