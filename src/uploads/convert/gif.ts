@@ -292,9 +292,17 @@ async function decodeIndices(reader: ByteReader, image: Image, sink: IndexSink, 
     return true;
   };
 
+  /** The next sub-block's data (empty at the terminator); without an await when its bytes are buffered. */
+  const nextBlock = async (): Promise<Uint8Array> => {
+    if (reader.available >= 256) {
+      const size = reader.takeBuffered(1)[0] as number;
+      return reader.takeBuffered(size);
+    }
+    return reader.take(await readByte(reader));
+  };
+
   try {
-    for (let size = await readByte(reader); size !== 0; size = await readByte(reader)) {
-      const block = await reader.take(size);
+    for (let block = await nextBlock(); block.length !== 0; block = await nextBlock()) {
       for (let i = 0; i < block.length; i += 1) {
         bits |= (block[i] as number) << bitCount;
         bitCount += 8;
@@ -334,20 +342,25 @@ export async function decodeGifRows(
   const { left, top, visibleWidth, visibleHeight, colours } = image;
   const transparent = image.transparentIndex ?? -1;
   const rgba = new Uint8Array(screen.width * 4);
+  // One 32-bit store a pixel: the colour table as RGBA words in memory order (the platform's byte order).
+  const pixels = new Uint32Array(rgba.buffer);
+  const words = new Uint32Array(256);
+  const bytes = new Uint8Array(words.buffer);
+  for (let index = 0; index < colours; index += 1) {
+    bytes.set(table.subarray(index * 3, index * 3 + 3), index * 4);
+    bytes[index * 4 + 3] = 255;
+  }
   const emit = () => {
     row(rgba);
-    rgba.fill(0);
+    pixels.fill(0);
   };
   /** Writes palette indices as RGBA from screen column `x`; an index past the table is refused, not guessed. */
   const paint = (x: number, indices: Uint8Array, from: number, count: number) => {
-    for (let i = 0, o = x * 4; i < count; i += 1, o += 4) {
+    for (let i = 0; i < count; i += 1) {
       const index = indices[from + i] as number;
       if (index === transparent) continue; // the buffer is already transparent there
       if (index >= colours) throw unreadable("a pixel refers to a colour outside its colour table");
-      rgba[o] = table[index * 3] as number;
-      rgba[o + 1] = table[index * 3 + 1] as number;
-      rgba[o + 2] = table[index * 3 + 2] as number;
-      rgba[o + 3] = 255;
+      pixels[x + i] = words[index] as number;
     }
   };
 
