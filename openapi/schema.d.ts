@@ -1917,6 +1917,17 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Storage could not start a multipart upload; nothing is reserved, prepare again */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            message: string;
+          };
+        };
+      };
     };
   };
   getMediaUpload: {
@@ -2297,6 +2308,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Storage could not assemble the parts; they are as they were, and complete may be retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            message: string;
+          };
         };
       };
     };

@@ -17,7 +17,7 @@ export const bearerCors = cors({
   maxAge: 600,
 });
 
-/** CORS for the byte PUT: any origin, so a browser can send the bytes straight to the edge. */
+/** CORS for the byte PUTs (the whole body, or one part): any origin, so a browser can send the bytes straight to the edge. */
 export const uploadCors = cors({
   origin: "*",
   allowHeaders: ["X-Upload-Token", "Content-Type"],
@@ -26,7 +26,7 @@ export const uploadCors = cors({
   maxAge: 600,
 });
 
-const bytePutPath = /\/media-uploads\/[^/]+$/;
+const bytePutPath = /\/media-uploads\/[^/]+(\/parts\/[^/]+)?$/;
 
 /** The byte PUT (and its preflight) take the open policy; every other route the bearer one. */
 export const apiCors: MiddlewareHandler = (c, next) => {
