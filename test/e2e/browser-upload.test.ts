@@ -1,12 +1,8 @@
-import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { browserAvailable, launchBrowser } from "../support/browser";
 import { png } from "../support/media-bytes";
-
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// CI installs Chromium and sets REQUIRE_BROWSER so a missing browser fails there instead of skipping.
-const browserAvailable = existsSync(chromiumPath) || process.env.REQUIRE_BROWSER === "1";
 
 const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
@@ -16,10 +12,7 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
   let browser: Browser;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
-    });
+    browser = await launchBrowser();
   });
 
   afterAll(async () => {

@@ -1,10 +1,6 @@
-import { existsSync } from "node:fs";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// CI installs Chromium and sets REQUIRE_BROWSER so a missing browser fails there instead of skipping.
-const browserAvailable = existsSync(chromiumPath) || process.env.REQUIRE_BROWSER === "1";
+import { browserAvailable, launchBrowser } from "../support/browser";
 
 const baseUrl = inject("baseUrl");
 
@@ -14,10 +10,7 @@ describe.skipIf(!browserAvailable)("the API reference page offline (headless Chr
   let browser: Browser;
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
-    });
+    browser = await launchBrowser();
   });
 
   afterAll(async () => {

@@ -1,16 +1,12 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { loadFixture } from "../../scripts/dev-server.mjs";
-
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// CI installs Chromium and sets REQUIRE_BROWSER so a missing browser fails there instead of skipping.
-const browserAvailable = existsSync(chromiumPath) || process.env.REQUIRE_BROWSER === "1";
+import { browserAvailable, launchBrowser } from "../support/browser";
 
 const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
@@ -76,10 +72,7 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
   const store = { id: randomUUID(), token: `e2e-multipart-${randomUUID()}` };
 
   beforeAll(async () => {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic"],
-    });
+    browser = await launchBrowser();
     dir = await mkdtemp(join(tmpdir(), "multipart-e2e-"));
     // A store that hosts product videos: its limit raised past the single-PUT ceiling.
     await loadFixture(baseUrl, {
