@@ -111,11 +111,15 @@ EXPORT Png* png_create(int width, int height, int bit_depth, int color_type, int
   // Slack after the scanlines: the resizer reads pixels in 8-byte pairs straight from an RGB line.
   png->line = calloc(1, png->line_capacity + 16);
   png->previous = calloc(1, png->line_capacity + 16);
-  png->rgba = malloc((size_t)width * 4);
+
   png->input = malloc(INPUT_BYTES);
   png->window = malloc(WINDOW_BYTES);
-  if (interlaced) png->even_rows = malloc((size_t)((height + 1) / 2) * width * 4);
-  if (!png->line || !png->previous || !png->rgba || !png->input || !png->window || (interlaced && !png->even_rows) ||
+  if (interlaced) {
+    // Passes 1–6 fill the even rows a pass row at a time, through one RGBA row.
+    png->rgba = malloc((size_t)width * 4);
+    png->even_rows = malloc((size_t)((height + 1) / 2) * width * 4);
+  }
+  if (!png->line || !png->previous || !png->input || !png->window || (interlaced && (!png->rgba || !png->even_rows)) ||
       inflateInit(&png->z) != Z_OK) {
     png_free(png);
     return 0;

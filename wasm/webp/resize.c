@@ -75,13 +75,13 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
   r->count = malloc(sizeof(int32_t) * target_width);
   r->taps = malloc(sizeof(float) * max_taps);
   // Opaque rows: the taps again, in pairs of 14-bit fixed-point weights, each pair repeated across a vector.
-  r->pairs = aligned_alloc(16, sizeof(v128_t) * (max_taps / 2 + target_width));
+  if (opaque) r->pairs = aligned_alloc(16, sizeof(v128_t) * (max_taps / 2 + target_width));
   r->horizontal = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->sums = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->carried = aligned_alloc(16, sizeof(float) * 4 * target_width);
   // One row of the source, with slack for the 8-byte loads of a pair of pixels (the second may be padding).
   r->row = calloc(1, (size_t)source_width * channels + 16);
-  if (!r->first || !r->count || !r->taps || !r->pairs || !r->horizontal || !r->sums || !r->carried || !r->row) {
+  if (!r->first || !r->count || !r->taps || (opaque && !r->pairs) || !r->horizontal || !r->sums || !r->carried || !r->row) {
     resizer_free(r);
     return 0;
   }
@@ -102,7 +102,7 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
     r->count[x] = count;
     k += count;
   }
-  make_pairs(r);
+  if (opaque) make_pairs(r);
   return r;
 }
 

@@ -5,24 +5,12 @@
  */
 
 /**
- * Target dimensions that keep the aspect ratio, never upscale, and fit `maxEdge` on the long edge and
- * `maxArea` in total. When the edge is what binds, the long edge is exactly `maxEdge` and the short edge is
- * rounded (±1 px of the exact ratio); when the area binds, both are floored so the area is never exceeded.
+ * Target dimensions that keep the aspect ratio, never upscale, and fit `maxEdge` on the long edge: the long
+ * edge is exactly `maxEdge` and the short edge rounded (±1 px of the exact ratio, at least one pixel).
  */
-export function fitWithin(
-  width: number,
-  height: number,
-  maxEdge: number,
-  maxArea = Number.POSITIVE_INFINITY,
-): { width: number; height: number } {
-  const edgeScale = maxEdge / Math.max(width, height);
-  const areaScale = Math.sqrt(maxArea / (width * height));
-  if (edgeScale >= 1 && areaScale >= 1) return { width, height };
-  if (edgeScale <= areaScale) {
-    return width >= height
-      ? { width: maxEdge, height: Math.max(1, Math.round((height * maxEdge) / width)) }
-      : { width: Math.max(1, Math.round((width * maxEdge) / height)), height: maxEdge };
-  }
-  // max(1, …) keeps very thin images at least one pixel wide.
-  return { width: Math.max(1, Math.floor(width * areaScale)), height: Math.max(1, Math.floor(height * areaScale)) };
+export function fitWithin(width: number, height: number, maxEdge: number): { width: number; height: number } {
+  if (Math.max(width, height) <= maxEdge) return { width, height };
+  return width >= height
+    ? { width: maxEdge, height: Math.max(1, Math.round((height * maxEdge) / width)) }
+    : { width: Math.max(1, Math.round((width * maxEdge) / height)), height: maxEdge };
 }
