@@ -35,6 +35,10 @@ const referencePage = Scalar({
   telemetry: false,
   // A short list of operations: every tag open shows them all at once in the sidebar.
   defaultOpenAllTags: true,
+  // "Ask AI" sends the document to Scalar's service, which the page's CSP (rightly) blocks: a dead button.
+  agent: { disabled: true },
+  // No favicon of our own: an empty one instead of the browser's request for /favicon.ico and its 404.
+  favicon: "data:,",
 });
 
 /**

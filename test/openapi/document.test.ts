@@ -14,6 +14,19 @@ describe("the committed OpenAPI document", () => {
 });
 
 describe("OpenAPI conventions a client generator relies on", () => {
+  it("gives no optional query parameter an example: the reference page's Test Request sends every example, and a filter example narrows the demo's answer", async () => {
+    for (const { operation, method, path } of operationsOf(await served())) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== "query" || parameter.required) continue;
+        const withExample = parameter as Parameter & { example?: unknown; schema?: { example?: unknown } };
+        expect(
+          withExample.example ?? withExample.schema?.example,
+          `${method.toUpperCase()} ${path} ?${parameter.name}`,
+        ).toBeUndefined();
+      }
+    }
+  });
+
   it("gives every operation a unique camelCase operationId", async () => {
     const ids = operationsOf(await served()).map(({ operation, method, path }) => {
       expect(operation.operationId, `${method.toUpperCase()} ${path}`).toMatch(/^[a-z][a-zA-Z0-9]*$/);
