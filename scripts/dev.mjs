@@ -31,6 +31,7 @@ const product = demo.products.find((candidate) => candidate.status === "publishe
 console.log(`
 Storefront Checkout API is running at ${server.url}/api/v1
   API reference:  ${server.url}/api/v1/docs
+  Upload page:    ${server.url}/api/v1/_dev/upload?${new URLSearchParams({ token, store: store.id })}
   Database:       local D1 in ${persistTo ?? ".wrangler/state"}, every migration applied
   Demo data:      ${Object.entries(loaded)
     .map(([name, count]) => `${count} ${name}`)
