@@ -12,7 +12,7 @@ import {
   tokenStatements,
   UsageError,
 } from "./lib/api-token.mjs";
-import { isMain, mustRun, parseJsonOutput, runMain, runWrangler, ScriptError } from "./lib/wrangler.mjs";
+import { isMain, mustRun, parseJsonOutput, requireLogin, runMain, runWrangler, ScriptError } from "./lib/wrangler.mjs";
 
 export const usage = `Usage: npm run token:create -- --abilities LIST [--store ID]... [--name NAME] [--local [--persist-to DIR]] [--json]
 
@@ -70,8 +70,24 @@ export async function createToken(options, { run = runWrangler, newId = () => cr
     ? ["--local", ...(options.persistTo ? ["--persist-to", options.persistTo] : [])]
     : ["--remote"];
   const where = options.local ? "the local database" : "the deployed database";
-  const execute = (doing, sql) =>
-    mustRun(run, `${doing} on ${where}`, ["d1", "execute", "DB", ...target, "--json", "--yes", "--command", sql]);
+  const execute = async (doing, sql) => {
+    try {
+      return await mustRun(run, `${doing} on ${where}`, [
+        "d1",
+        "execute",
+        "DB",
+        ...target,
+        "--json",
+        "--yes",
+        "--command",
+        sql,
+      ]);
+    } catch (error) {
+      // The usual first failure against the deployed database is a missing login: say how to log in instead.
+      if (!options.local) await requireLogin(run, "npm run token:create");
+      throw error;
+    }
+  };
 
   let storeIds = options.storeIds;
   let newStores = [];

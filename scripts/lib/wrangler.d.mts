@@ -23,5 +23,6 @@ export declare function mustRun(
   args: string[],
   options?: { mode?: WranglerMode },
 ): Promise<WranglerResult>;
+export declare function requireLogin(run: RunWrangler, command: string): Promise<unknown>;
 export declare function parseJsonOutput(stdout: string): unknown;
 export declare function runMain(main: (argv: string[]) => Promise<void>): void;

@@ -77,6 +77,9 @@ const colours = /\x1b\[[0-9;]*m/g;
 export function failureMessage(result) {
   const printed = `${result.stderr}`.replace(colours, "").trim();
   if (printed !== "") return printed;
+  // With --json, wrangler prints its error as {"error": {"text": ...}} on standard output.
+  const jsonError = /"error"\s*:\s*\{\s*"text"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(`${result.stdout}`)?.[1];
+  if (jsonError) return JSON.parse(jsonError);
   const failed = result.outputs.find((entry) => entry.type === "command-failed");
   if (typeof failed?.message === "string" && failed.message !== "") return failed.message;
   return `wrangler exited with ${result.code}`;
@@ -101,6 +104,22 @@ export async function mustRun(run, doing, args, options) {
   throw new ScriptError(
     shown ? `${doing} failed (wrangler's message above).` : `${doing} failed:\n${failureMessage(result)}`,
   );
+}
+
+/**
+ * Returns when wrangler has a Cloudflare login (or an API token); otherwise throws a ScriptError saying how to
+ * log in and then run `command` again.
+ */
+export async function requireLogin(run, command) {
+  const who = await run(["whoami", "--json"]);
+  if (who.code === 0) return parseJsonOutput(who.stdout);
+  // `whoami --json` prints {"loggedIn":false} when there is no login; anything else is wrangler's own failure.
+  if (/"loggedIn"\s*:\s*false/.test(who.stdout)) {
+    throw new ScriptError(
+      `Not logged in to Cloudflare. Run \`npx wrangler login\` (or set CLOUDFLARE_API_TOKEN), then \`${command}\` again.`,
+    );
+  }
+  throw new ScriptError(`Checking the Cloudflare login failed:\n${failureMessage(who)}`);
 }
 
 /** Parses the JSON wrangler printed; a line or two may come before or after it (a banner, a notice). */

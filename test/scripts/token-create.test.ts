@@ -130,6 +130,37 @@ describe("npm run token:create against the database", () => {
     for (const variable of ["API", "TOKEN", "STORE"]) expect(output).toMatch(new RegExp(`^ +${variable}=`, "m"));
   });
 
+  it("without a Cloudflare login: says how to log in, not wrangler's raw JSON error", async () => {
+    // What wrangler 4 answers, without a login and no terminal, to `d1 execute --remote --json` and `whoami --json`.
+    const run = async (args: string[]): Promise<WranglerResult> =>
+      args[0] === "whoami"
+        ? { code: 1, stdout: '{"loggedIn":false}', stderr: "", outputs: [] }
+        : {
+            code: 1,
+            stdout:
+              '{\n  "error": {\n    "text": "In a non-interactive environment, it\'s necessary to set a CLOUDFLARE_API_TOKEN environment variable for wrangler to work."\n  }\n}',
+            stderr: "",
+            outputs: [],
+          };
+    const failure = createToken(options({ name: "Akademia" }), { run });
+    await expect(failure).rejects.toThrow(
+      "Not logged in to Cloudflare. Run `npx wrangler login` (or set CLOUDFLARE_API_TOKEN), then `npm run token:create` again.",
+    );
+    // Logged in, but the command failed: wrangler's reason in plain words, not its JSON.
+    const loggedIn = async (args: string[]): Promise<WranglerResult> =>
+      args[0] === "whoami"
+        ? { code: 0, stdout: '{"loggedIn":true,"accounts":[]}', stderr: "", outputs: [] }
+        : {
+            code: 1,
+            stdout: '{"error": {"text": "Couldn\'t find a D1 DB with the name or binding \'DB\'"}}',
+            stderr: "",
+            outputs: [],
+          };
+    await expect(createToken(options({ name: "Akademia" }), { run: loggedIn })).rejects.toThrow(
+      /^Writing the token on the deployed database failed:\nCouldn't find a D1 DB with the name or binding 'DB'$/,
+    );
+  });
+
   it("gives every token its own 256-bit secret", async () => {
     const database = fakeDatabase([storeA]);
     const tokens = new Set<string>();
