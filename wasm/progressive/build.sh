@@ -5,6 +5,9 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 out="$here/../../src/uploads/convert/progressive.wasm"
+if ! { command -v clang || command -v clang-14; } >/dev/null || ! command -v wasm-opt >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq clang lld binaryen >/dev/null; else sudo apt-get update && sudo apt-get install -y clang lld binaryen; fi
+fi
 CLANG=${CLANG:-$(command -v clang || command -v clang-14)}
 # -Wframe-larger-than=0 -Werror: any local that needs memory (a shadow-stack frame) fails the build. (wasm-ld
 # places such a frame at a fixed address below 64 KiB, which in the imported arena belongs to libjpeg.)
