@@ -14,6 +14,7 @@ import {
   mustRun,
   parseJsonOutput,
   projectRoot,
+  requireLogin,
   runMain,
   runWrangler,
   ScriptError,
@@ -159,17 +160,7 @@ async function secretsFile(secrets) {
 
 /** The one account to deploy to, or a ScriptError saying how to log in or which account to choose. */
 async function checkAccount(run, env) {
-  const who = await run(["whoami", "--json"]);
-  if (who.code !== 0) {
-    // `whoami --json` prints {"loggedIn":false} when there is no login; anything else is wrangler's own failure.
-    if (/"loggedIn"\s*:\s*false/.test(who.stdout)) {
-      throw new ScriptError(
-        "Not logged in to Cloudflare. Run `npx wrangler login` (or set CLOUDFLARE_API_TOKEN), then `npm run deploy` again.",
-      );
-    }
-    throw new ScriptError(`Checking the Cloudflare login failed:\n${failureMessage(who)}`);
-  }
-  const accounts = parseJsonOutput(who.stdout).accounts ?? [];
+  const accounts = (await requireLogin(run, "npm run deploy")).accounts ?? [];
   if (accounts.length > 1 && !env.CLOUDFLARE_ACCOUNT_ID) {
     const list = accounts.map((account) => `  CLOUDFLARE_ACCOUNT_ID=${account.id}  (${account.name})`).join("\n");
     throw new ScriptError(
