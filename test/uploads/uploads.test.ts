@@ -358,6 +358,7 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
   it("an R2 write failing mid-stream leaves the upload reserved and nothing stored", async () => {
     const { storeId, token } = await seedStore();
     const reservation = await reserve(token, storeId, new Uint8Array(10));
+    const errorLog = vi.spyOn(console, "error").mockImplementation(() => {});
     const failingBucket = new Proxy(env.BUCKET, {
       get(target, property) {
         if (property === "put") {
@@ -382,6 +383,16 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
     );
     expect(response.status).toBe(503);
     expect(await json(response)).toEqual({ message: uploadMessages.storageFailed });
+    // The failure is logged once, naming the request and the upload (captured here, not printed).
+    expect(errorLog).toHaveBeenCalledOnce();
+    expect(JSON.parse(String(errorLog.mock.calls[0]?.[0]))).toMatchObject({
+      level: "error",
+      message: "upload: storing bytes failed",
+      request_id: response.headers.get("X-Request-Id"),
+      upload_id: reservation.id,
+      error: "Error: R2 unavailable",
+    });
+    errorLog.mockRestore();
     expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).toBeNull();
     expect((await json(await api(`/media-uploads/${reservation.id}`, { token, store: storeId }))).state).toBe(
       "reserved",
