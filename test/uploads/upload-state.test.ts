@@ -124,6 +124,16 @@ describe("upload state table", () => {
     expect("refusal" in again && again.refusal).toEqual({ status: 422, reason: "unhostable", detail: "Not media." });
   });
 
+  it("a complete may finish past the reservation's end while it holds its lease, not once both ran out (404)", () => {
+    const lapsed = record({ state: "processing", expiresAt: now - 1, leaseUntil: now + 1 });
+    expect(state(finishComplete(lapsed, { hosted }, now))).toBe("completed");
+    expect(refusal(finishComplete({ ...lapsed, leaseUntil: now }, { hosted }, now))).toEqual([404, "not_found"]);
+    // Within the reservation a complete whose lease ran out still finishes (no other took it over).
+    expect(state(finishComplete(record({ state: "processing", leaseUntil: now - 1 }), { hosted }, now))).toBe(
+      "completed",
+    );
+  });
+
   it("a complete abandoned on a storage error leaves the upload stored for a retry", () => {
     expect(state(abandonComplete(record({ state: "processing" })))).toBe("stored");
   });
