@@ -7,7 +7,7 @@
 // `wrangler dev` and the Worker isolate's own memory (through wrangler's inspector) are sampled every
 // 50 ms: the Worker streams the body into R2 through a FixedLengthStream, so neither should grow with
 // the file. The file starts with an MP4 `ftyp` box, so complete
-// sniffs it as a video and hosts it unchanged (an R2 copy), which is timed as well.
+// sniffs it as a video and hosts it unchanged, in place (no bytes move: docs/uploads.md), which is timed as well.
 //
 // A second phase, on the counting Worker (scripts/bench-worker.ts), takes the PUT apart: the same file
 // read and dropped by the Worker (the runtime's own ceiling), streamed into R2 through a
@@ -480,7 +480,7 @@ export function multipartSection(result, facts) {
           `${spread(result.isolateGrowth, mib)} MiB (before: ${mib(result.isolateBaseline.median)} MiB)`,
         ],
         ["wrangler's dev proxy: RSS growth during the 1 GB", `${spread(result.proxyGrowth, mib)} MiB`],
-        ["complete (assemble the parts, sniff, copy the 1 GB in R2)", `${spread(result.completeMs)} ms`],
+        ["complete (assemble the parts, sniff, host in place: no bytes copied)", `${spread(result.completeMs)} ms`],
       ],
     ),
   ].join("\n");
@@ -514,7 +514,7 @@ export function uploadSection(result, steps, facts) {
           "wrangler's dev proxy (the other workerd, forwarding every request): RSS growth during the PUT",
           `${spread(result.proxyGrowth, mb)} MiB (before: ${mb(result.proxyBaseline.median)} MiB)`,
         ],
-        ["complete (sniff, then copy the 95 MB in R2)", `${spread(result.completeMs)} ms`],
+        ["complete (sniff, then host in place: no bytes copied)", `${spread(result.completeMs)} ms`],
       ],
     ),
     "",
