@@ -110,3 +110,23 @@ export function countingNamespace<T extends DurableObjectNamespace>(
     },
   });
 }
+
+/** R2 calls of a request by method name (`get`, `head`, `put`, `delete`, …); each is one round trip to R2. */
+export type R2Calls = Record<string, number>;
+
+/**
+ * The R2 binding, counting every call of a bucket method into `calls`. `resumeMultipartUpload` and
+ * `createMultipartUpload` are counted too, though the first is local until its upload's methods are called.
+ */
+export function countingBucket(inner: R2Bucket, calls: R2Calls): R2Bucket {
+  return new Proxy(inner, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls[String(property)] = (calls[String(property)] ?? 0) + 1;
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+}

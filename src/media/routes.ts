@@ -1,6 +1,7 @@
 import { setting } from "../config";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
+import { resolveHosted } from "../uploads/in-place";
 import { mediaKey, privateFileKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";
@@ -9,33 +10,37 @@ import { verifyFileSignature } from "./signing";
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const notFound = () => new ApiError(404, messages.notFound);
 
-/** Serves an R2 object with ETag, conditional GET, HEAD and single byte ranges. */
+/**
+ * Serves the object hosted at `key` (its bytes, or for an in-place object the staged bytes it names: see
+ * src/uploads/in-place.ts) with ETag, conditional GET, HEAD and single byte ranges: one R2 head, and for a
+ * GET with a body one R2 read of the bytes.
+ */
 async function serveObject(
   request: Request,
   bucket: R2Bucket,
   key: string,
   headersFor: (object: R2Object) => Record<string, string>,
 ): Promise<Response> {
-  const head = await bucket.head(key);
-  if (!head) throw notFound();
-  const headers = new Headers(headersFor(head));
-  head.writeHttpMetadata(headers);
-  headers.set("ETag", head.httpEtag);
+  const hosted = await resolveHosted(bucket, key);
+  if (!hosted) throw notFound();
+  const headers = new Headers(headersFor(hosted.meta));
+  hosted.meta.writeHttpMetadata(headers);
+  headers.set("ETag", hosted.httpEtag);
   headers.set("Accept-Ranges", "bytes");
-  if (request.headers.get("If-None-Match") === head.httpEtag) return new Response(null, { status: 304, headers });
+  if (request.headers.get("If-None-Match") === hosted.httpEtag) return new Response(null, { status: 304, headers });
 
-  const range = parseRange(request.headers.get("Range") ?? undefined, head.size);
+  const range = parseRange(request.headers.get("Range") ?? undefined, hosted.size);
   if (range === "unsatisfiable") {
-    headers.set("Content-Range", `bytes */${head.size}`);
+    headers.set("Content-Range", `bytes */${hosted.size}`);
     return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
   }
   const status = range ? 206 : 200;
-  const length = range ? range.length : head.size;
-  if (range) headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${head.size}`);
+  const length = range ? range.length : hosted.size;
+  if (range) headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${hosted.size}`);
   headers.set("Content-Length", String(length));
   if (request.method === "HEAD") return new Response(null, { status, headers });
 
-  const object = await bucket.get(key, range ? { range } : undefined);
+  const object = await hosted.read(range ?? undefined);
   if (!object) throw notFound();
   return new Response(object.body, { status, headers });
 }

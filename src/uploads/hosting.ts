@@ -1,7 +1,9 @@
-import { convertToWebp, type ImageInput, ImageTooLargeError, UnconvertibleImageError } from "./convert";
+import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "./convert";
+import { inPlaceMetadata } from "./in-place";
 import { mediaKey, privateFileKey, stagedKey } from "./keys";
 import { uploadMessages } from "./messages";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "./sniff";
+import { openStaged, type StagedRead } from "./staged-read";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "./upload-state";
 
 /** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
@@ -15,6 +17,11 @@ export type HostingDeps = {
   mediaBaseUrl: string;
   /** Origin of private-file locators. */
   origin: string;
+  /**
+   * Called with the hosted key before anything is written there, so that what a complete that never
+   * finishes wrote is removed with the upload's staged bytes when its reservation lapses.
+   */
+  beforeWrite: (hostedKey: string) => Promise<void>;
 };
 
 /** Filename safe inside a URL path segment: no separators or control characters, bounded length. */
@@ -33,22 +40,9 @@ export function privateFileUrl(origin: string, storeId: string, uploadId: string
   return `${origin}/files/${storeId}/${uploadId}/${encodeURIComponent(safeFilename(filename))}`;
 }
 
-/** The staged upload as the conversion reads it: its size, and its bytes streamed from R2 on demand. */
-function stagedInput(bucket: R2Bucket, key: string, size: number): ImageInput {
-  return {
-    size,
-    open: async () => {
-      const object = await bucket.get(key);
-      if (!object) throw new Error(`staged bytes missing at ${key}`);
-      return object.body;
-    },
-  };
-}
-
-async function readStaged(bucket: R2Bucket, key: string, length?: number): Promise<Uint8Array> {
-  const object = await bucket.get(key, length === undefined ? undefined : { range: { offset: 0, length } });
-  if (!object) throw new Error(`staged bytes missing at ${key}`);
-  return new Uint8Array(await object.arrayBuffer());
+/** The public URL of hosted media. */
+function publicMediaUrl(deps: HostingDeps, storeId: string, uploadId: string, ext: string): string {
+  return `${deps.mediaBaseUrl}/${storeId}/${uploadId}.${ext}`;
 }
 
 /** Writes `pieces` to R2 as one object of `size` bytes, in order, without joining them into one more copy. */
@@ -62,30 +56,58 @@ async function putPieces(bucket: R2Bucket, key: string, pieces: Uint8Array[], si
   await Promise.all([bucket.put(key, readable, options), writing]);
 }
 
-/** Streams the staged object to `destination` without holding it in memory. */
-async function copyStaged(bucket: R2Bucket, source: string, destination: string, options: R2PutOptions) {
-  const object = await bucket.get(source);
-  if (!object) throw new Error(`staged bytes missing at ${source}`);
-  await bucket.put(destination, object.body.pipeThrough(new FixedLengthStream(object.size)), options);
-}
-
 /**
  * Decides from the bytes what a completed upload becomes and writes it: still images prepared as
  * `image` are converted to WebP, animated images and videos are hosted unchanged, `file` uploads are
- * kept private. Bytes that cannot be hosted write nothing and leave the staged bytes for the alarm.
+ * kept private. Bytes hosted unchanged stay at the staged key and are hosted in place (in-place.ts);
+ * a converted image's staged bytes are deleted once its WebP is written. Bytes that cannot be hosted
+ * write nothing and leave the staged bytes for the alarm.
+ *
+ * The staged object is read once: sniffing takes its first bytes, and the same GET goes on to a GIF's
+ * frame count or to the conversion (staged-read.ts).
  */
-export async function hostUpload(deps: HostingDeps, storeId: string, upload: UploadRecord): Promise<CompleteOutcome> {
-  const staged = stagedKey(storeId, upload.id);
-  const head = await readStaged(deps.bucket, staged, Math.min(sniffBytes, upload.size));
-  const sniffed = await sniff(head, stagedInput(deps.bucket, staged, upload.size));
-  if (sniffed.kind === "heif") return { unhostable: uploadMessages.heif }; // under any declared type
-  const hosted =
-    upload.type === "file"
-      ? await hostPrivately(deps, storeId, upload, sniffed)
-      : await hostAsMedia(deps, storeId, upload, sniffed);
-  if ("unhostable" in hosted) return hosted;
-  await deps.bucket.delete(staged);
-  return { hosted };
+export async function hostUpload(
+  deps: HostingDeps,
+  storeId: string,
+  upload: UploadRecord & { hostedKey?: string | null },
+): Promise<CompleteOutcome> {
+  const key = stagedKey(storeId, upload.id);
+  const staged = await openStaged(deps.bucket, key, sniffBytes);
+  if (!staged) {
+    // A complete that died after writing the WebP and deleting the original, before it was recorded:
+    // the WebP is the result.
+    const webp = mediaKey(storeId, upload.id, "webp");
+    if (upload.type === "image" && upload.hostedKey === webp && (await deps.bucket.head(webp))) {
+      return {
+        hosted: { name: upload.filename, file_url: publicMediaUrl(deps, storeId, upload.id, "webp"), type: "image" },
+      };
+    }
+    throw new Error(`staged bytes missing at ${key}`);
+  }
+  try {
+    const sniffed = await sniff(staged.head, staged.input);
+    if (sniffed.kind === "heif") return { unhostable: uploadMessages.heif }; // under any declared type
+    const hosted =
+      upload.type === "file"
+        ? await hostPrivately(deps, storeId, upload, sniffed, staged)
+        : await hostAsMedia(deps, storeId, upload, sniffed, staged);
+    if ("unhostable" in hosted) return hosted;
+    return { hosted };
+  } finally {
+    await staged.close();
+  }
+}
+
+/**
+ * Hosts the staged bytes unchanged at `hostedKey` without moving them: an empty object there names them
+ * (in-place.ts). Written again by a retried complete, it names the same bytes.
+ */
+async function hostInPlace(deps: HostingDeps, staged: StagedRead, hostedKey: string, options: R2PutOptions) {
+  await deps.beforeWrite(hostedKey);
+  await deps.bucket.put(hostedKey, null, {
+    ...options,
+    customMetadata: { ...options.customMetadata, ...inPlaceMetadata(staged.object) },
+  });
 }
 
 async function hostPrivately(
@@ -93,10 +115,11 @@ async function hostPrivately(
   storeId: string,
   upload: UploadRecord,
   sniffed: Sniffed,
+  staged: StagedRead,
 ): Promise<HostedFile> {
   const contentType =
     "mime" in sniffed ? sniffed.mime : sniffed.kind === "svg" ? "image/svg+xml" : "application/octet-stream";
-  await copyStaged(deps.bucket, stagedKey(storeId, upload.id), privateFileKey(storeId, upload.id), {
+  await hostInPlace(deps, staged, privateFileKey(storeId, upload.id), {
     httpMetadata: { contentType },
     customMetadata: { filename: upload.filename, kind: fileKind(sniffed) },
   });
@@ -112,8 +135,9 @@ async function hostAsMedia(
   storeId: string,
   upload: UploadRecord,
   sniffed: Hostable,
+  staged: StagedRead,
 ): Promise<HostedFile | { unhostable: string }> {
-  const publicUrl = (ext: string) => `${deps.mediaBaseUrl}/${storeId}/${upload.id}.${ext}`;
+  const publicUrl = (ext: string) => publicMediaUrl(deps, storeId, upload.id, ext);
   switch (sniffed.kind) {
     case "svg":
       return { unhostable: uploadMessages.svgAsImage };
@@ -121,7 +145,7 @@ async function hostAsMedia(
       return { unhostable: uploadMessages.notMedia };
     case "video":
     case "animated": {
-      await copyStaged(deps.bucket, stagedKey(storeId, upload.id), mediaKey(storeId, upload.id, sniffed.ext), {
+      await hostInPlace(deps, staged, mediaKey(storeId, upload.id, sniffed.ext), {
         httpMetadata: { contentType: sniffed.mime },
       });
       return {
@@ -131,18 +155,21 @@ async function hostAsMedia(
       };
     }
     case "still": {
-      const staged = stagedInput(deps.bucket, stagedKey(storeId, upload.id), upload.size);
       let converted: Awaited<ReturnType<typeof convertToWebp>>;
       try {
-        converted = await convertToWebp(staged, sniffed.format, { maxEdge: deps.maxImageEdge });
+        converted = await convertToWebp(staged.input, sniffed.format, { maxEdge: deps.maxImageEdge });
       } catch (error) {
         if (error instanceof ImageTooLargeError) return { unhostable: error.message };
         if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };
         throw error;
       }
-      await putPieces(deps.bucket, mediaKey(storeId, upload.id, "webp"), converted.chunks, converted.size, {
+      const webp = mediaKey(storeId, upload.id, "webp");
+      await deps.beforeWrite(webp);
+      await putPieces(deps.bucket, webp, converted.chunks, converted.size, {
         httpMetadata: { contentType: "image/webp" },
       });
+      // The WebP is what is hosted: the original's bytes are not kept.
+      await deps.bucket.delete(staged.object.key);
       return { name: upload.filename, file_url: publicUrl("webp"), type: "image" };
     }
   }

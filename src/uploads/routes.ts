@@ -218,6 +218,9 @@ async function hostWithinLimit<E extends AppEnv>(
         maxImageEdge: setting(c.env, "MAX_IMAGE_EDGE"),
         mediaBaseUrl: mediaBaseUrl(c),
         origin: new URL(c.req.url).origin,
+        beforeWrite: async (hostedKey) => {
+          unwrap(await coordinator.recordHostedKey(upload.id, hostedKey), upload.id);
+        },
       },
       storeId,
       upload,

@@ -15,6 +15,7 @@ import {
   type PutAttempt,
   publicState,
   type Refusal,
+  stillCompleting,
   type Transition,
   type UploadRecord,
 } from "./upload-state";
@@ -47,6 +48,7 @@ type Row = {
   part_count: number | null;
   r2_upload_id: string | null;
   max_expires_at: number | null;
+  hosted_key: string | null;
 };
 
 type PartRow = {
@@ -61,8 +63,11 @@ export type NewUpload = Pick<
   "id" | "tokenHash" | "filename" | "contentType" | "size" | "type" | "expiresAt"
 > & { multipart?: MultipartState | null };
 export type Outcome<T = UploadRecord> = { ok: true; upload: T } | { ok: false; refusal: Refusal };
-/** The upload a complete may host, with the parts it assembles first (none for a single-PUT upload). */
-export type CompleteTicket = UploadRecord & { parts: StoredPart[] };
+/**
+ * The upload a complete may host, with the parts it assembles first (none for a single-PUT upload) and the
+ * hosted key an earlier complete of it began to write, if any.
+ */
+export type CompleteTicket = UploadRecord & { parts: StoredPart[]; hostedKey: string | null };
 export type UploadView = {
   id: string;
   state: ReturnType<typeof publicState>;
@@ -80,7 +85,16 @@ const laterColumns = {
   part_count: "INTEGER",
   r2_upload_id: "TEXT",
   max_expires_at: "INTEGER",
+  // Where a complete writes the hosted object, recorded before it writes: see recordHostedKey.
+  hosted_key: "TEXT",
 } as const;
+
+/**
+ * When the alarm may remove an upload that is not completed: when it lapses, or, while a complete holds it
+ * past that, when the complete's lease runs out (upload-state.ts `stillCompleting`).
+ */
+const removableAtSql =
+  "CASE WHEN state = 'processing' AND lease_until > expires_at THEN lease_until ELSE expires_at END";
 
 /** The ETag of a part as HTTP carries it (a quoted entity tag), also in the part list, so a client compares them as they are. */
 export function partEtag(etag: string): string {
@@ -231,12 +245,25 @@ export class StoreCoordinator extends DurableObject<Env> {
       if (current?.multipart?.r2UploadId) parts = this.loadParts(id);
       return beginComplete(current, now, current?.multipart ? missingParts(current.multipart, parts) : 0);
     });
-    return outcome.ok ? { ok: true, upload: { ...outcome.upload, parts: storedParts(parts) } } : outcome;
+    if (!outcome.ok) return outcome;
+    return { ok: true, upload: { ...outcome.upload, parts: storedParts(parts), hostedKey: this.hostedKey(id) } };
+  }
+
+  /**
+   * A complete is about to write its hosted object at `key` (a WebP, or an in-place object that names the
+   * staged bytes). Recorded first, so that if the complete never finishes and the reservation lapses, the
+   * alarm removes that object with the staged bytes: nothing is left that names removed bytes. Refused
+   * (404) once the complete may no longer finish (upload-state.ts `stillCompleting`).
+   */
+  recordHostedKey(id: string, key: string, now = Date.now()): Outcome<{ hostedKey: string }> {
+    if (!stillCompleting(this.load(id), now)) return { ok: false, refusal: { status: 404, reason: "not_found" } };
+    this.sql.exec("UPDATE uploads SET hosted_key = ? WHERE id = ?", key, id);
+    return { ok: true, upload: { hostedKey: key } };
   }
 
   /** A complete ends; the parts of a multipart upload, now one object, are forgotten once it is completed. */
-  finishComplete(id: string, outcome: CompleteOutcome): Outcome {
-    const finished = this.apply(id, (record) => finishComplete(record, outcome));
+  finishComplete(id: string, outcome: CompleteOutcome, now = Date.now()): Outcome {
+    const finished = this.apply(id, (record) => finishComplete(record, outcome, now));
     if (finished.ok && finished.upload.state === "completed") {
       this.sql.exec("DELETE FROM upload_parts WHERE upload_id = ?", id);
     }
@@ -274,27 +301,33 @@ export class StoreCoordinator extends DurableObject<Env> {
 
   /**
    * Deletes up to `batchSize` of the longest-lapsed uploads: aborts the R2 multipart uploads of those
-   * that take parts, then deletes the staged bytes of all in one R2 call, and answers how many it removed.
+   * that take parts, then deletes the staged bytes of all, and the hosted object a complete that never
+   * finished began to write, in one R2 call, and answers how many it removed. A completed upload is never
+   * among them (its staged bytes may be what it serves), nor one a complete still holds by its lease.
    * When more remain, the alarm is set to run again at once rather than at the next expiry, so a backlog
    * drains batch by batch without one run outgrowing its limits; an upload whose abort failed stays, and
    * is tried again a minute later.
    */
   async removeLapsed(batchSize: number, now = Date.now()): Promise<number> {
     const lapsed = this.sql
-      .exec<{ id: string; store_id: string; r2_upload_id: string | null }>(
-        "SELECT id, store_id, r2_upload_id FROM uploads WHERE state <> 'completed' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+      .exec<{ id: string; store_id: string; r2_upload_id: string | null; hosted_key: string | null }>(
+        `SELECT id, store_id, r2_upload_id, hosted_key FROM uploads WHERE state <> 'completed' AND ${removableAtSql} <= ? ORDER BY expires_at LIMIT ?`,
         now,
         batchSize,
       )
       .toArray();
     const failed = new Set<string>();
     if (lapsed.length > 0) {
-      // Bytes first: if an abort or the delete fails, the rows stay and the alarm retries them.
+      // Bytes first: if an abort or the delete fails, the rows stay and the alarm retries them. At most
+      // two keys an upload: one R2 delete takes 1000.
       await this.abortAll(lapsed, failed);
-      await this.env.BUCKET.delete(lapsed.map((row) => stagedKey(row.store_id, row.id)));
+      await this.env.BUCKET.delete(
+        lapsed.flatMap((row) => [stagedKey(row.store_id, row.id), ...(row.hosted_key ? [row.hosted_key] : [])]),
+      );
       for (const row of lapsed) {
         if (failed.has(row.id)) continue;
-        this.sql.exec("DELETE FROM uploads WHERE id = ? AND expires_at <= ?", row.id, now);
+        // Neither lapsed nor a complete's: none can have begun or finished meanwhile (stillCompleting).
+        this.sql.exec("DELETE FROM uploads WHERE id = ? AND expires_at <= ? AND state <> 'completed'", row.id, now);
         this.sql.exec("DELETE FROM upload_parts WHERE upload_id = ?", row.id);
       }
     }
@@ -333,11 +366,15 @@ export class StoreCoordinator extends DurableObject<Env> {
 
   private async scheduleCleanup() {
     const next = this.sql
-      .exec<{ at: number | null }>("SELECT MIN(expires_at) AS at FROM uploads WHERE state <> 'completed'")
+      .exec<{ at: number | null }>(`SELECT MIN(${removableAtSql}) AS at FROM uploads WHERE state <> 'completed'`)
       .one().at;
     if (next === null) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+  }
+
+  private hostedKey(id: string): string | null {
+    return this.sql.exec<{ key: string | null }>("SELECT hosted_key AS key FROM uploads WHERE id = ?", id).one().key;
   }
 
   private load(id: string): UploadRecord | null {

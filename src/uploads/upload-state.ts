@@ -146,11 +146,21 @@ function assembled(record: UploadRecord): UploadRecord {
 }
 
 /**
- * A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be
- * hosted. Either way a multipart upload's parts were assembled first.
+ * Whether a complete in flight may still write its hosted object and finish: the upload is `processing`,
+ * and not both lapsed and out of its lease. The alarm removes a lapsed upload (and its bytes) only once no
+ * complete holds it, so a complete that finishes within its lease never finishes on removed bytes.
  */
-export function finishComplete(record: UploadRecord | null, outcome: CompleteOutcome): Transition {
-  if (record === null || record.state !== "processing") return refuse(404, "not_found");
+export function stillCompleting(record: UploadRecord | null, now: number): record is UploadRecord {
+  return record !== null && record.state === "processing" && (!isGone(record, now) || leaseHeld(record, now));
+}
+
+/**
+ * A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be
+ * hosted. Either way a multipart upload's parts were assembled first. A complete that is no longer
+ * `stillCompleting` is refused like an unknown upload: the alarm may have removed its bytes.
+ */
+export function finishComplete(record: UploadRecord | null, outcome: CompleteOutcome, now: number): Transition {
+  if (!stillCompleting(record, now)) return refuse(404, "not_found");
   if ("hosted" in outcome) {
     return {
       next: { ...assembled(record), state: "completed", leaseUntil: null, result: outcome.hosted, failure: null },

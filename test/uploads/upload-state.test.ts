@@ -102,7 +102,7 @@ describe("upload state table", () => {
   it("row: stored + complete → completed (via processing) with the hosted result", () => {
     const begun = beginComplete(record({ state: "stored" }), now);
     expect(state(begun)).toBe("processing");
-    const done = finishComplete("next" in begun ? begun.next : null, { hosted });
+    const done = finishComplete("next" in begun ? begun.next : null, { hosted }, now);
     expect("next" in done && done.next).toMatchObject({ state: "completed", result: hosted });
   });
 
@@ -118,10 +118,20 @@ describe("upload state table", () => {
   });
 
   it("unhostable bytes stay stored and a later complete repeats the same 422", () => {
-    const failed = finishComplete(record({ state: "processing" }), { unhostable: "Not media." });
+    const failed = finishComplete(record({ state: "processing" }), { unhostable: "Not media." }, now);
     expect("next" in failed && failed.next).toMatchObject({ state: "stored", failure: "Not media." });
     const again = beginComplete("next" in failed ? failed.next : null, now);
     expect("refusal" in again && again.refusal).toEqual({ status: 422, reason: "unhostable", detail: "Not media." });
+  });
+
+  it("a complete may finish past the reservation's end while it holds its lease, not once both ran out (404)", () => {
+    const lapsed = record({ state: "processing", expiresAt: now - 1, leaseUntil: now + 1 });
+    expect(state(finishComplete(lapsed, { hosted }, now))).toBe("completed");
+    expect(refusal(finishComplete({ ...lapsed, leaseUntil: now }, { hosted }, now))).toEqual([404, "not_found"]);
+    // Within the reservation a complete whose lease ran out still finishes (no other took it over).
+    expect(state(finishComplete(record({ state: "processing", leaseUntil: now - 1 }), { hosted }, now))).toBe(
+      "completed",
+    );
   });
 
   it("a complete abandoned on a storage error leaves the upload stored for a retry", () => {
@@ -178,7 +188,7 @@ describe("upload state table: multipart uploads", () => {
   it("finishing a complete forgets R2's upload (the parts are one object now), hosted or not", () => {
     const processing = { ...parts, state: "processing" as const };
     for (const outcome of [hostedOutcome, { unhostable: "no" }]) {
-      const next = finishComplete(processing, outcome);
+      const next = finishComplete(processing, outcome, now);
       expect("next" in next && next.next.multipart?.r2UploadId).toBeNull();
     }
   });

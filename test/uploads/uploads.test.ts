@@ -484,12 +484,12 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
 
 describe("POST /media-uploads/{id}/complete", () => {
   it("rule 3: video bytes prepared as image host unchanged with type video (MP4, MOV, M4V, WebM, Ogg)", async () => {
-    for (const [bytes, ext] of [
-      [isoMedia("isom"), "mp4"],
-      [isoMedia("qt  "), "mov"],
-      [isoMedia("M4V "), "m4v"],
-      [webm(), "webm"],
-      [oggTheora(), "ogv"],
+    for (const [bytes, ext, mime] of [
+      [isoMedia("isom"), "mp4", "video/mp4"],
+      [isoMedia("qt  "), "mov", "video/quicktime"],
+      [isoMedia("M4V "), "m4v", "video/x-m4v"],
+      [webm(), "webm", "video/webm"],
+      [oggTheora(), "ogv", "video/ogg"],
     ] as const) {
       const { storeId, reservation, response } = await host(bytes, {
         filename: `film.${ext}`,
@@ -501,9 +501,9 @@ describe("POST /media-uploads/{id}/complete", () => {
         file_url: `${origin}/media/${storeId}/${reservation.id}.${ext}`,
         type: "video",
       });
-      const served = await env.BUCKET.get(mediaKey(storeId, reservation.id, ext));
-      expect(new Uint8Array((await served?.arrayBuffer()) ?? new ArrayBuffer(0))).toEqual(bytes);
-      expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).toBeNull();
+      const served = await exports.default.fetch(`${origin}/media/${storeId}/${reservation.id}.${ext}`);
+      expect(served.headers.get("Content-Type"), ext).toBe(mime);
+      expect(new Uint8Array(await served.arrayBuffer())).toEqual(bytes);
     }
   });
 
