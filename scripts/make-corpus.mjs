@@ -149,8 +149,8 @@ function crc32(bytes) {
   return (crc ^ -1) >>> 0;
 }
 
-/** A screenshot-like picture: flat panels, lines of "text", a gradient bar. */
-function screenshot(width, height) {
+/** A screenshot-like picture (RGBA): flat panels, lines of "text", a gradient bar. */
+export function screenshot(width, height) {
   const rgba = Buffer.alloc(width * height * 4);
   for (let y = 0; y < height; y += 1)
     for (let x = 0; x < width; x += 1) {
