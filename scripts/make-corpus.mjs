@@ -271,6 +271,18 @@ export async function makeCorpus() {
   await write("basn2c08-bad-ihdr-crc.png", rgb);
   const whole = await read("pngsuite/basn6a08.png");
   await write("basn6a08-cut.png", whole.subarray(0, whole.length - 60));
+  // Colour under transparency: 10 px squares of opaque white beside fully transparent pure red, downscaled by
+  // a non-integer factor (maxEdge 70 in the manifest); no red may tint the white edges.
+  const checker = Buffer.alloc(300 * 300 * 4);
+  for (let y = 0; y < 300; y += 1)
+    for (let x = 0; x < 300; x += 1)
+      checker.set(((x / 10) ^ (y / 10)) & 1 ? [255, 0, 0, 0] : [255, 255, 255, 255], (y * 300 + x) * 4);
+  await write(
+    "checker-transparent-red.png",
+    await sharp(checker, { raw: { width: 300, height: 300, channels: 4 } })
+      .png({ compressionLevel: 9 })
+      .toBuffer(),
+  );
   // A 16-bit RGBA PNG, bigger than the target (downscaled on premultiplied alpha), interlaced.
   const { data, info } = await sharp(await read("pillow/transparent.webp"))
     .raw()
