@@ -130,7 +130,6 @@ await runMain(async () => {
   latency = await step("6. latency from far away", 6 * MINUTE, () => benchLatency());
 
   const duration = elapsedSeconds();
-  await writeBlock("bench-summary", "## Summary", summary(duration));
   await writeBlock("bench-requests", requestsHeading, requestsSection(requests, requestCounts, facts));
   await writeBlock("bench-convert", convertHeading, convertSection(conversion, facts));
   await writeBlock("bench-upload", uploadHeading, uploadSection(upload, streamSteps, facts));
@@ -142,7 +141,11 @@ await runMain(async () => {
   log("wrote docs/benchmarks.md");
 });
 
-/** The ratios of the issue in one table, each with its bound and whether this run met it. */
+/**
+ * The ratios of the issue in one table, each with its bound and whether this run met it: printed at the end of
+ * a full run, not written to docs/benchmarks.md (a part run alone rewrites only its own section, so a written
+ * summary would go stale beside it).
+ */
 function summary(duration) {
   const verdict = (poor) => (poor ? "**poor**: see below" : "within");
   const mib = (bytes) => `${num(bytes / 2 ** 20)} MiB`;
