@@ -1,4 +1,4 @@
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../../src/app";
 import { seedStore } from "./factories";
@@ -140,4 +140,11 @@ export function mp4OfSize(size: number, seed = 1): Uint8Array {
     words[i] = state >>> 0;
   }
   return file;
+}
+
+/** The bytes the Worker serves at a hosted file's URL, read as a browser would (expects 200). */
+export async function servedBytes(url: string): Promise<Uint8Array> {
+  const response = await exports.default.fetch(url);
+  expect(response.status, url).toBe(200);
+  return new Uint8Array(await response.arrayBuffer());
 }

@@ -17,6 +17,7 @@ import {
   putPart,
   reserve,
   reserveParts,
+  servedBytes,
   stage,
 } from "../support/uploads";
 
@@ -63,12 +64,6 @@ function expireLease(storeId: string, id: string, lapsed = false) {
     if (lapsed) state.storage.sql.exec("UPDATE uploads SET expires_at = ? WHERE id = ?", Date.now() - 1, id);
   });
 }
-
-const servedBytes = async (url: string) => {
-  const response = await exports.default.fetch(url);
-  expect(response.status, url).toBe(200);
-  return new Uint8Array(await response.arrayBuffer());
-};
 
 afterEach(() => {
   vi.restoreAllMocks();

@@ -13,12 +13,11 @@ import {
   type StillImageKind,
   UnconvertibleImageError,
 } from "../../../src/uploads/convert";
-import { mediaKey } from "../../../src/uploads/keys";
 import { uploadMessages } from "../../../src/uploads/messages";
 import manifestJson from "../../fixtures/corpus/manifest.json";
 import referenceJson from "../../fixtures/corpus/reference.json";
 import { json } from "../../support/http";
-import { complete, stage } from "../../support/uploads";
+import { complete, servedBytes, stage } from "../../support/uploads";
 import { decodeWebp } from "./images";
 
 type Entry = {
@@ -148,8 +147,7 @@ async function hostedOutcome(name: string): Promise<string | null> {
   const body = await json<{ file_url: string; type: string }>(response);
   if (body.type !== "image" || !body.file_url.endsWith(`/${reservation.id}.${ext}`))
     return `hosted as ${body.type} at ${body.file_url}`;
-  const hosted = await env.BUCKET.get(mediaKey(storeId, reservation.id, ext));
-  const stored = new Uint8Array((await hosted?.arrayBuffer()) ?? new ArrayBuffer(0));
+  const stored = await servedBytes(body.file_url);
   return stored.length === bytes.length && stored.every((b, i) => b === bytes[i]) ? null : "hosted bytes differ";
 }
 
