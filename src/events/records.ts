@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import { setting } from "../config";
 import type { Database } from "../db/client";
 import { webhookEvents, webhookEventTypes } from "../db/schema";
@@ -77,13 +77,22 @@ export function insertEvent(db: Database, event: NewEvent) {
  * (SQLite's `changes()`), for a change that may turn out to change nothing.
  */
 export function insertEventIfChanged(db: Database, event: NewEvent) {
-  const row = eventRow(event);
-  return db.run(
-    sql`INSERT INTO ${webhookEvents} (id, store_id, product_id, type, url, body, status, next_attempt_at, created_at)
-        SELECT ${row.id}, ${row.storeId}, ${row.productId}, ${row.type}, ${row.url}, ${row.body}, 'pending',
-               ${row.nextAttemptAt.getTime()}, ${row.createdAt.getTime()}
-        WHERE changes() > 0`,
-  );
+  // INSERT … SELECT names every column in the table's order, so the selected row spells out each one.
+  const row: typeof webhookEvents.$inferSelect = {
+    ...eventRow(event),
+    attempts: 0,
+    retriesUsed: 0,
+    finalAttempt: false,
+    lastAttemptAt: null,
+    lastResponseStatus: null,
+    attemptLog: [],
+    leaseUntil: null,
+  };
+  const values = Object.entries(getTableColumns(webhookEvents)).map(([key, column]) => {
+    const value = row[key as keyof typeof row];
+    return value === null ? sql`NULL` : sql`${column.mapToDriverValue(value)}`;
+  });
+  return db.insert(webhookEvents).select(sql`SELECT ${sql.join(values, sql`, `)} WHERE changes() > 0`);
 }
 
 /** Fills in a body that was left for later; a body already written is never replaced. */
