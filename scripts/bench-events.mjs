@@ -137,9 +137,7 @@ export async function measureThroughput(server, receiver) {
   const firstArrival = new Map();
   for (const delivery of all) if (!firstArrival.has(delivery.id)) firstArrival.set(delivery.id, delivery);
   const done = Math.max(...[...firstArrival.values()].map((d) => d.at));
-  const lags = [...firstArrival.values()]
-    .map((d) => d.at - sentAt.get(d.event.data.product_id))
-    .sort((a, b) => a - b);
+  const lags = [...firstArrival.values()].map((d) => d.at - sentAt.get(d.event.data.product_id)).sort((a, b) => a - b);
   const result = {
     apiSeconds: (apiDone - start) / 1000,
     totalSeconds: (done - start) / 1000,
