@@ -942,6 +942,7 @@ const ABILITIES = new Set([
   "products:write",
   "products:publish",
   "subscriptions:read",
+  "webhooks:manage",
   "*",
 ]);
 
