@@ -1,6 +1,6 @@
-import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { type WebhookAttempt, webhookEvents } from "../db/schema";
+import { type WebhookAttempt, webhookEvents, webhookSecrets } from "../db/schema";
 import { type DeliveryMessage, eventBody, fillEventBody } from "./records";
 import { signingSecrets, storeSecretRow } from "./secrets";
 import { signatureHeader } from "./signing";
@@ -43,7 +43,20 @@ type Answer = { status: number | null; retryAfterSeconds: number | null; error: 
  */
 export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outcome> {
   const now = deps.now?.() ?? new Date();
-  const event = await deps.db.query.webhookEvents.findFirst({ where: eq(webhookEvents.id, id) });
+  // The event and its store's secret in one round trip.
+  const [events, secretRows] = await deps.db.batch([
+    deps.db.select().from(webhookEvents).where(eq(webhookEvents.id, id)).limit(1),
+    deps.db
+      .select()
+      .from(webhookSecrets)
+      .where(
+        inArray(
+          webhookSecrets.storeId,
+          deps.db.select({ storeId: webhookEvents.storeId }).from(webhookEvents).where(eq(webhookEvents.id, id)),
+        ),
+      ),
+  ]);
+  const [event] = events;
   if (event?.status !== "pending") return { kind: "gone" };
   const dueInMs = (event.nextAttemptAt?.getTime() ?? 0) - now.getTime();
   // A retry later than a queue's longest delay arrives early: it waits again for the rest.
@@ -66,7 +79,7 @@ export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outc
   }
 
   const body = event.body ?? (await rebuildBody(deps, event));
-  const secrets = signingSecrets(await storeSecretRow(deps.db, event.storeId, now), now);
+  const secrets = signingSecrets(secretRows[0] ?? (await storeSecretRow(deps.db, event.storeId, now)), now);
   const timestamp = Math.floor(now.getTime() / 1000);
   const answer = await post(
     deps,
