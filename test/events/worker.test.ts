@@ -1,10 +1,18 @@
-import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { webhookEvents } from "../../src/db/schema";
 import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
 import { seedStore, uuid } from "../support/factories";
-import { db, storedEvent } from "./support";
+import { db, recordingQueue, storedEvent } from "./support";
 
 /** A pending event of a fresh store aimed at `url`. */
 async function pendingEvent(url: string) {
@@ -48,5 +56,20 @@ describe("the Worker's queue handler (src/index.ts)", () => {
     } as Env);
     expect(result.retryBatch.retry).toBe(true);
     expect(await storedEvent(event.id)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+});
+
+describe("the Worker's cron handler (src/index.ts)", () => {
+  it("re-enqueues an event overdue by more than the grace, making it due now", async () => {
+    const event = await pendingEvent("https://hooks.example.test/x");
+    const overdue = new Date(Date.now() - 60 * 60_000);
+    await db().update(webhookEvents).set({ nextAttemptAt: overdue }).where(eq(webhookEvents.id, event.id));
+    const { sent, queue } = recordingQueue();
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, WEBHOOK_QUEUE: queue }, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(sent).toContainEqual({ id: event.id });
+    const stored = await storedEvent(event.id);
+    expect(stored?.nextAttemptAt?.getTime()).toBeGreaterThan(overdue.getTime() + 50 * 60_000);
   });
 });
