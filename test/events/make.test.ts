@@ -2,11 +2,13 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createDb } from "../../src/db/client";
+import { deliverEvent } from "../../src/events/delivery";
+import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
 import { seedProduct, seedStore, uuid } from "../support/factories";
 import { json } from "../support/http";
-import { callApi, eventsOf, hookUrl, recordingQueue, storedEvent } from "./support";
+import { callApi, db, deliveryDeps, eventsOf, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
@@ -228,13 +230,23 @@ describe("events made by custom-field deletes", () => {
     expect(await eventsOf(product.id)).toEqual([]);
   });
 
-  it("a failed enqueue does not change the answer: the event stays pending for the sweep", async () => {
+  it("a failed enqueue does not change the answer: the event stays pending and the sweep delivers it later", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: fields("nip") });
     const { queue } = recordingQueue({ failing: true });
     const response = await callApi(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token }, queue);
     expect(response.status).toBe(204);
     const [event] = await eventsOf(product.id);
-    expect((await storedEvent(event?.id ?? ""))?.status).toBe("pending");
+    const id = event?.id ?? "";
+    expect((await storedEvent(id))?.status).toBe("pending");
+
+    const later = new Date(Date.now() + sweepGraceMs + 60_000);
+    const swept = recordingQueue();
+    await sweepEvents({ db: db(), queue: swept.queue, retentionDays: 30, now: () => later });
+    expect(swept.sent).toContainEqual({ id });
+    const receiver = fakeReceiver(() => new Response(null, { status: 204 }));
+    await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => later }), id);
+    expect(receiver.received.map((request) => request.headers.get("webhook-id"))).toEqual([id]);
+    expect((await storedEvent(id))?.status).toBe("delivered");
   });
 });
