@@ -342,6 +342,108 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/webhooks/secret": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read the store's webhook signing secret
+     * @description Made on first read. Receivers verify `webhook-signature` with it (Standard Webhooks). The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     */
+    get: operations["getWebhookSecret"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhooks/secret/rotate": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Rotate the store's webhook signing secret
+     * @description Answers the new secret. For `WEBHOOK_SECRET_OVERLAP_SECONDS` (a day by default) every delivery carries two signatures, space-separated: the new secret's and the old one's. The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     */
+    post: operations["rotateWebhookSecret"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhook-events": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * List the store's webhook events
+     * @description Newest first; events are kept `WEBHOOK_RETENTION_DAYS` (30 by default). Filters: `status`, `type`, `product` (a product id); an empty parameter is no filter.
+     *
+     *     The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     */
+    get: operations["listWebhookEvents"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhook-events/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a webhook event with its payload and attempt log
+     * @description The body every attempt sends, and one line per attempt. The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     */
+    get: operations["getWebhookEvent"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/webhook-events/{id}/redeliver": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Redeliver a webhook event
+     * @description One new attempt soon, with the same `webhook-id` (receivers that already have it drop it). A failed or delivered event is pending again for that one attempt; a pending one is due at once. The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     */
+    post: operations["redeliverWebhookEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -743,6 +845,63 @@ export interface components {
       canceled_at: string | null;
       /** Format: date-time */
       created_at: string;
+    };
+    WebhookSecret: {
+      /**
+       * @description `whsec_` + base64 of 32 random bytes
+       * @example whsec_...
+       */
+      secret: string;
+    };
+    WebhookEventList: {
+      items: components["schemas"]["WebhookEvent"][];
+      pagination: components["schemas"]["Pagination"];
+    };
+    WebhookEvent: {
+      /** @description `evt_<uuid>`, the `webhook-id` header of every attempt */
+      id: string;
+      /** @enum {string} */
+      type: "product.published" | "product.custom_field.deleted";
+      /** Format: uuid */
+      product_id: string;
+      /** @description The product's webhook_url when the event was made */
+      url: string;
+      /** @enum {string} */
+      status: "pending" | "delivered" | "failed";
+      attempts: number;
+      /**
+       * Format: date-time
+       * @description Null once delivered or failed
+       */
+      next_attempt_at: string | null;
+      /** Format: date-time */
+      last_attempt_at: string | null;
+      /** @description Null when there was no answer */
+      last_response_status: number | null;
+      /** Format: date-time */
+      created_at: string;
+    };
+    WebhookEventDetail: components["schemas"]["WebhookEvent"] & {
+      /** @description The body every attempt sends (null only until a publish's answer is written) */
+      payload: {
+        /** @enum {string} */
+        type: "product.published" | "product.custom_field.deleted";
+        /** Format: date-time */
+        timestamp: string;
+        data: {
+          [key: string]: unknown;
+        };
+      } | null;
+      attempt_log: components["schemas"]["WebhookAttempt"][];
+    };
+    WebhookAttempt: {
+      /** Format: date-time */
+      at: string;
+      /** @description Null when there was no answer */
+      response_status: number | null;
+      /** @description Timeout or network error; null on an answer */
+      error: string | null;
+      duration_ms: number;
     };
   };
   responses: never;
@@ -2393,6 +2552,358 @@ export interface operations {
       };
       /** @description No access to the store, or the action is unauthorized */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Too many requests; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
+        "X-Service-Store"?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The secret */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookSecret"];
+        };
+      };
+      /** @description Malformed id, store header or request */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No access to the store, or the action is unauthorized */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Too many requests; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
+        "X-Service-Store"?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The new secret */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookSecret"];
+        };
+      };
+      /** @description Malformed id, store header or request */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No access to the store, or the action is unauthorized */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Request body too large */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Too many requests; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listWebhookEvents: {
+    parameters: {
+      query?: {
+        page?: number;
+        per_page?: number;
+        status?: "pending" | "delivered" | "failed";
+        type?: "product.published" | "product.custom_field.deleted";
+        product?: string;
+      };
+      header?: {
+        /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
+        "X-Service-Store"?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of events */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEventList"];
+        };
+      };
+      /** @description Malformed id, store header or request */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No access to the store, or the action is unauthorized */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
+        };
+      };
+      /** @description Too many requests; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getWebhookEvent: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
+        "X-Service-Store"?: string;
+      };
+      path: {
+        /** @description Event id, `evt_<uuid>` */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The event */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEventDetail"];
+        };
+      };
+      /** @description Malformed id, store header or request */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No access to the store, or the action is unauthorized */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Too many requests; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  redeliverWebhookEvent: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
+        "X-Service-Store"?: string;
+      };
+      path: {
+        /** @description Event id, `evt_<uuid>` */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The event, pending */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookEvent"];
+        };
+      };
+      /** @description Malformed id, store header or request */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Missing or invalid bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No access to the store, or the action is unauthorized */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Request body too large */
+      413: {
         headers: {
           [name: string]: unknown;
         };

@@ -8,6 +8,10 @@ export type WranglerConfig = {
   secrets?: { required?: string[] };
   d1_databases: { binding: string; database_name?: string }[];
   r2_buckets: { binding: string; bucket_name?: string }[];
+  queues?: {
+    producers?: { binding: string; queue: string }[];
+    consumers?: { queue: string; dead_letter_queue?: string }[];
+  };
   assets?: { directory?: string };
 };
 export type Dependencies = {
@@ -32,6 +36,7 @@ export declare function checkDeployVars(
 export declare function readDeployVars(config: WranglerConfig, varsFile?: string): Promise<Record<string, string>>;
 export declare function varArgs(vars: Record<string, string>): string[];
 export declare function bucketNames(listOutput: string): string[];
+export declare function queueNames(config: WranglerConfig): string[];
 export declare function generateSecret(): string;
 export declare function planSecrets(
   required: string[],
@@ -46,6 +51,7 @@ export declare function deploy(
   url: string | undefined;
   database: { name: string; id: string; created: boolean };
   bucket: { name: string; created: boolean };
+  queues: { name: string; created: boolean }[];
   secrets: { set: string[]; kept: string[]; generated: string[] };
   vars: Record<string, string>;
 }>;

@@ -1,5 +1,5 @@
 // `npm run deploy`: from a logged-in Cloudflare account to a running Worker in one command. It finds or
-// creates the D1 database and the R2 bucket wrangler.toml names (wrangler binds them by name, so no id is
+// creates the D1 database, the R2 bucket and the queues wrangler.toml names (wrangler binds them by name, so no id is
 // written anywhere), sets the required secrets that are not set yet (from the environment, or generated and
 // printed once), applies the D1 migrations to the remote database, deploys with the values of deploy.vars,
 // and prints the URL. `--dry-run` builds the upload without an account and checks its size (CI runs it).
@@ -227,6 +227,38 @@ async function ensureBucket(run, name, print) {
   return { name, created: true };
 }
 
+/** Every queue wrangler.toml names: produced to, consumed, or a consumer's dead-letter queue. */
+export function queueNames(config) {
+  const names = [
+    ...(config.queues?.producers ?? []).map((producer) => producer.queue),
+    ...(config.queues?.consumers ?? []).flatMap((consumer) => [consumer.queue, consumer.dead_letter_queue]),
+  ];
+  return [...new Set(names.filter(Boolean))];
+}
+
+/**
+ * Finds each queue by name (`queues info`), creating the ones the account lacks: a deploy that binds a
+ * producer or a consumer to a queue that does not exist fails.
+ */
+async function ensureQueues(run, names, print) {
+  const results = [];
+  for (const name of names) {
+    const info = await run(["queues", "info", name]);
+    if (info.code === 0) {
+      print(`Queue ${name}: found`);
+      results.push({ name, created: false });
+      continue;
+    }
+    if (!failureMessage(info).includes(`Queue "${name}" does not exist`)) {
+      throw new ScriptError(`Looking up queue ${name} failed:\n${failureMessage(info)}`);
+    }
+    await mustRun(run, `Creating queue ${name}`, ["queues", "create", name]);
+    print(`Queue ${name}: created`);
+    results.push({ name, created: true });
+  }
+  return results;
+}
+
 function binding(config, kind, name) {
   const found = (config[kind] ?? []).find((entry) => entry.binding === name);
   if (!found) throw new ScriptError(`wrangler.toml has no ${kind} binding ${name}.`);
@@ -244,6 +276,7 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
   print(`Deploying ${config.name} to ${account}`);
   const database = await ensureDatabase(run, databaseName, print);
   const bucket = await ensureBucket(run, bucketName, print);
+  const queues = await ensureQueues(run, queueNames(config), print);
   const secrets = planSecrets(config.secrets?.required ?? [], await listSecrets(run), env);
 
   print("Applying D1 migrations to the remote database...");
@@ -265,6 +298,7 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
   const lines = ["", `Deployed ${config.name}${url ? ` at ${url}` : ""}`];
   if (url) lines.push(`  API:        ${url}/api/v1`, `  Reference:  ${url}/api/v1/docs`);
   lines.push(`  D1:         ${database.name} (${database.id})`, `  R2:         ${bucket.name}`);
+  lines.push(`  Queues:     ${queues.map((queue) => queue.name).join(", ")}`);
   lines.push(`  Variables:  ${Object.keys(vars).length > 0 ? Object.keys(vars).join(", ") : "all defaults"}`);
   for (const name of names.filter((name) => !secrets.generated.includes(name))) {
     lines.push(`  Secret ${name}: set from the environment`);
@@ -283,7 +317,14 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
     "  npm run token:create -- --name 'My store' --abilities all",
   );
   print(lines.join("\n"));
-  return { url, database, bucket, secrets: { set: names, kept: secrets.kept, generated: secrets.generated }, vars };
+  return {
+    url,
+    database,
+    bucket,
+    queues,
+    secrets: { set: names, kept: secrets.kept, generated: secrets.generated },
+    vars,
+  };
 }
 
 function formatBytes(bytes) {

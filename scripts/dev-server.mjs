@@ -105,7 +105,7 @@ async function waitUntilServing(url, child, timeoutMs) {
 }
 
 /**
- * Starts `wrangler dev` with the development fixtures enabled. Returns its base URL and a stop
+ * Starts `wrangler dev` with the development fixtures enabled and events allowed to plain `http:` receivers. Returns its base URL and a stop
  * function. `extraArgs` go to `wrangler dev` unchanged.
  */
 export async function startDevServer({ port, persistTo, extraArgs = [], stdio, timeoutMs = 90_000 } = {}) {
@@ -118,6 +118,9 @@ export async function startDevServer({ port, persistTo, extraArgs = [], stdio, t
     String(port),
     "--var",
     "DEV_FIXTURES:on",
+    // Local receivers listen on plain http://127.0.0.1; deployments deliver to https: only.
+    "--var",
+    "WEBHOOK_ALLOW_HTTP:on",
     "--show-interactive-dev-session=false",
   ];
   if (persistTo) args.push("--persist-to", persistTo);

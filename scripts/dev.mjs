@@ -2,6 +2,7 @@
 // and what a new user needs to call the API printed. Arguments after `--` go to `wrangler dev`.
 import { readFile } from "node:fs/promises";
 import { loadFixture, startDevServer } from "./dev-server.mjs";
+import { startReceiver } from "./webhook-receiver.mjs";
 
 function takeOption(args, name) {
   const index = args.findIndex((arg) => arg === name || arg.startsWith(`${name}=`));
@@ -25,6 +26,16 @@ const server = await startDevServer({
 });
 const loaded = await loadFixture(server.url, demo);
 const store = demo.stores[0];
+// The demo products' webhook_url point here; each event is printed once verified with the store's secret.
+const hookUrl = new URL(demo.products[0].webhook_url);
+const receiver = await startReceiver({
+  port: Number(hookUrl.port),
+  secrets: [store.webhook_secret],
+  log: (line) => console.log(`[webhooks] ${line}`),
+}).catch((error) => {
+  console.warn(`[webhooks] no local receiver (${error.message}); events to ${hookUrl} will be retried`);
+  return null;
+});
 const token = demo.tokens[0].token;
 const product = demo.products.find((candidate) => candidate.status === "published");
 
@@ -42,6 +53,9 @@ Storefront Checkout API is running at ${server.url}/api/v1
 Try:
   curl -s ${server.url}/api/v1/products/${product.id} -H 'Authorization: Bearer ${token}'
   curl -s '${server.url}/api/v1/products/${product.id}/cross-sells?per_page=5' -H 'Authorization: Bearer ${token}' -H 'X-Service-Store: ${store.id}'
+  curl -s -X POST ${server.url}/api/v1/products/${product.id}/publish -H 'Authorization: Bearer ${token}'
+      (the event it makes is printed below as [webhooks] once the receiver at ${receiver?.url ?? hookUrl.origin} verified it)
+  curl -s ${server.url}/api/v1/webhook-events -H 'Authorization: Bearer ${token}' -H 'X-Service-Store: ${store.id}'
 
 Press Ctrl+C to stop.
 `);

@@ -134,6 +134,14 @@ function periodStartContaining(start, at, interval, count) {
 const STORE_ID = "5f0c6a1e-2b7d-4c9a-9e3f-1a2b3c4d5e6f";
 const SECOND_STORE_ID = "7a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 
+/**
+ * Where the demo store's products send their events under `npm run dev`: the local receiver that
+ * `npm run dev` starts (scripts/webhook-receiver.mjs), which verifies each signature with this secret.
+ * Development values only: a real store's secret is made by the API and read with GET /webhooks/secret.
+ */
+const DEMO_WEBHOOK_URL = "http://127.0.0.1:8788/webhooks";
+const DEMO_WEBHOOK_SECRET = `whsec_${Buffer.from("storefront-checkout-demo-secret!").toString("base64")}`;
+
 const PROJECTS = { wall: "c4580152-1d7b-4bc8-80fd-b57a7137f885", footer: "0375375d-cde7-4989-8933-7da18d4b91c6" };
 const COURSES = {
   photography: "678d013c-b664-4194-844d-36f3c74732e0",
@@ -188,6 +196,7 @@ function buildStores() {
       name: "Akademia Kreatywna",
       plan_active: true,
       upload_limit_bytes: 250_000_000,
+      webhook_secret: DEMO_WEBHOOK_SECRET,
       platform: {
         connected: true,
         projects: [PROJECTS.wall, PROJECTS.footer],
@@ -233,6 +242,7 @@ function shopDefaults(slug) {
     terms_url: `${SHOP_URL}/regulamin`,
     policy_url: `${SHOP_URL}/polityka-prywatnosci`,
     footer_text: "Akademia Kreatywna sp. z o.o., ul. Długa 12/4, 00-238 Warszawa, NIP 525-234-56-78",
+    webhook_url: DEMO_WEBHOOK_URL,
   };
 }
 
@@ -932,6 +942,7 @@ const ABILITIES = new Set([
   "products:write",
   "products:publish",
   "subscriptions:read",
+  "webhooks:manage",
   "*",
 ]);
 

@@ -7,6 +7,7 @@ import { devFixturesEnabled } from "./config";
 import { d1Session } from "./db/session";
 import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
+import { eventRoutes } from "./events/routes";
 import { apiCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
 import { finishDocument } from "./http/route";
@@ -87,6 +88,7 @@ function createApi() {
   api.route("/", crossSellRoutes);
   api.route("/", uploadRoutes(apiBasePath));
   api.route("/", subscriptionRoutes);
+  api.route("/", eventRoutes);
   api.route("/_dev", devRoutes);
 
   api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

@@ -49,16 +49,37 @@ const optionalUrl = z
   .refine((value) => value === "" || URL.canParse(value), { message: "must be an absolute URL or empty" })
   .transform((value) => value.replace(/\/+$/, ""));
 
+/** `on` / `off`; empty or unset is `fallback`. */
+const onOff = (fallback: "on" | "off") =>
+  z
+    .string()
+    .trim()
+    .default(fallback)
+    .refine((value) => value === "on" || value === "off" || value === "", { message: 'must be "on" or "off"' })
+    .transform((value) => (value === "" ? fallback : value) === "on");
+
+/** A comma-separated list of whole seconds (each 0 to a day), at least one; empty or unset is `fallback`. */
+const secondsList = (fallback: number[]) =>
+  z
+    .string()
+    .trim()
+    .default("")
+    .transform((value, context) => {
+      if (value === "") return fallback;
+      const parts = value.split(",").map((part) => part.trim());
+      const seconds = parts.map((part) => (/^\d{1,6}$/.test(part) ? Number(part) : Number.NaN));
+      if (seconds.some((item) => !Number.isInteger(item) || item > 86_400)) {
+        context.addIssue({ code: "custom", message: "must be a comma-separated list of whole seconds up to 86400" });
+        return z.NEVER;
+      }
+      return seconds;
+    });
+
 const secret = z.string({ error: "is not set" }).min(1, { message: "is not set" });
 
 /** Each variable's parser; the key is the variable's name in wrangler.toml or the secret's name. */
 const settings = {
-  DEV_FIXTURES: z
-    .string()
-    .trim()
-    .default("off")
-    .refine((value) => value === "on" || value === "off" || value === "", { message: 'must be "on" or "off"' })
-    .transform((value) => value === "on"),
+  DEV_FIXTURES: onOff("off"),
   UPLOAD_TTL_SECONDS: positiveInteger(900),
   PUT_LIMIT_PER_MINUTE: positiveInteger(20),
   COMPLETE_LIMIT_PER_MINUTE: positiveInteger(60),
@@ -81,6 +102,12 @@ const settings = {
         .map((origin) => origin.trim())
         .filter(Boolean),
     ),
+  WEBHOOK_ALLOW_HTTP: onOff("off"),
+  /** The Standard Webhooks schedule: the delay before each retry, in seconds. */
+  WEBHOOK_RETRY_SCHEDULE: secondsList([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  WEBHOOK_TIMEOUT_MS: positiveInteger(15_000, 120_000),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: nonNegativeInteger(86_400),
+  WEBHOOK_RETENTION_DAYS: positiveInteger(30, 3650),
   FILE_SIGNING_SECRET: secret,
   PLATFORM_API_SECRET: secret,
 } as const;

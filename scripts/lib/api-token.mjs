@@ -9,6 +9,7 @@ export const ABILITIES = Object.freeze([
   "products:write",
   "products:publish",
   "subscriptions:read",
+  "webhooks:manage",
 ]);
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -249,3 +249,59 @@ export const devPlatformCalls = sqliteTable(
   },
   (t) => [index("dev_platform_calls_store").on(t.storeId, t.id)],
 );
+
+/**
+ * Each store's webhook signing secret (`whsec_` + base64 of 32 random bytes), made on first need. After a
+ * rotation the previous secret keeps signing, beside the new one, until `previousUntil`.
+ */
+export const webhookSecrets = sqliteTable("webhook_secrets", {
+  storeId: text("store_id")
+    .primaryKey()
+    .references(() => stores.id),
+  secret: text("secret").notNull(),
+  previousSecret: text("previous_secret"),
+  previousUntil: timestamp("previous_until"),
+  createdAt: timestamp("created_at").notNull(),
+});
+
+export const webhookEventTypes = ["product.published", "product.custom_field.deleted"] as const;
+export const webhookEventStatuses = ["pending", "delivered", "failed"] as const;
+export type WebhookEventStatus = (typeof webhookEventStatuses)[number];
+
+/** One line of an event's attempt log. */
+export type WebhookAttempt = { at: string; response_status: number | null; error: string | null; duration_ms: number };
+
+/**
+ * Events for a product's `webhook_url`, written in the same batch as the change they report. `body` is the
+ * exact JSON sent on every attempt; null only between a publish's batch and the moment its answer is known
+ * (the delivery fills it in if the request died in between).
+ */
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    /** `evt_<uuid>`: the `webhook-id` of every attempt. */
+    id: text("id").primaryKey(),
+    storeId: text("store_id").notNull(),
+    productId: text("product_id").notNull(),
+    type: text("type", { enum: webhookEventTypes }).notNull(),
+    url: text("url").notNull(),
+    body: text("body"),
+    status: text("status", { enum: webhookEventStatuses }).notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    /** How many of the retry schedule's delays were used. */
+    retriesUsed: integer("retries_used").notNull().default(0),
+    /** A redelivery of a delivered or failed event: one attempt, no retries after it. */
+    finalAttempt: flag("final_attempt").notNull().default(false),
+    nextAttemptAt: timestamp("next_attempt_at"),
+    lastAttemptAt: timestamp("last_attempt_at"),
+    lastResponseStatus: integer("last_response_status"),
+    attemptLog: json<WebhookAttempt[]>("attempt_log").notNull().default([]),
+    /** While in the future, one consumer is making an attempt and no other may. */
+    leaseUntil: timestamp("lease_until"),
+    createdAt: timestamp("created_at").notNull(),
+  },
+  (t) => [
+    index("webhook_events_store_created").on(t.storeId, t.createdAt),
+    index("webhook_events_due").on(t.status, t.nextAttemptAt),
+  ],
+);

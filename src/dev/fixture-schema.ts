@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isWebhookSecret } from "../events/signing";
 import { abilities } from "../http/auth";
 import { CrossSellRecord } from "../products/cross-sells/resource";
 import { Player } from "../products/draft-document";
@@ -31,6 +32,10 @@ const FixtureStore = z.object({
   name: z.string().min(1),
   plan_active: z.boolean().default(true),
   upload_limit_bytes: z.number().int().min(1).optional(),
+  webhook_secret: z
+    .string()
+    .refine(isWebhookSecret, { message: "The webhook secret must be whsec_ followed by base64 of 24 or more bytes." })
+    .optional(),
   platform: z
     .object({
       connected: z.boolean().default(true),

@@ -2,7 +2,16 @@ import { eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { insertStatements, isUniqueViolation, runAtomically, upsertStatements } from "../db/batch";
 import type { Database } from "../db/client";
-import { apiTokens, devPlatformAccounts, drafts, productCourses, products, stores, subscriptions } from "../db/schema";
+import {
+  apiTokens,
+  devPlatformAccounts,
+  drafts,
+  productCourses,
+  products,
+  stores,
+  subscriptions,
+  webhookSecrets,
+} from "../db/schema";
 import { sha256Hex } from "../http/auth";
 import { type FieldErrors, validationError } from "../http/errors";
 import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
@@ -160,6 +169,27 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
         courses: store.platform?.courses ?? [],
         updatedAt: now,
       })),
+    ),
+  );
+
+  statements.push(
+    ...upsertStatements(
+      db,
+      webhookSecrets,
+      webhookSecrets.storeId,
+      document.stores.flatMap((store) =>
+        store.webhook_secret
+          ? [
+              {
+                storeId: store.id,
+                secret: store.webhook_secret,
+                previousSecret: null,
+                previousUntil: null,
+                createdAt: now,
+              },
+            ]
+          : [],
+      ),
     ),
   );
 

@@ -15,6 +15,7 @@ export const abilities = [
   "products:write",
   "products:publish",
   "subscriptions:read",
+  "webhooks:manage",
 ] as const;
 export type Ability = (typeof abilities)[number];
 

@@ -1,13 +1,15 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
+import { enqueueInBackground } from "../events/dispatch";
+import { eventTarget, newEvent } from "../events/records";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
 import { type DraftFieldOwner, deleteDraftCustomField, deleteLiveCustomField } from "./custom-fields";
 import { DraftVersionBody, draftMessages, readDraftVersion } from "./drafts";
-import { findDraft, findVariant, requireProduct } from "./queries";
+import { findDraft, findVariant, type ProductRow, requireProduct } from "./queries";
 
 const productId = uuidParam("productId", messages.invalidProductId, "Product id");
 const variantId = uuidParam("id", messages.invalidVariantId, "Variant id");
@@ -55,11 +57,43 @@ function draftRoute<P extends z.ZodObject>(operationId: string, path: string, su
   });
 }
 
+/**
+ * Deletes a live field with its `product.custom_field.deleted` event (when the product has a webhook
+ * target) in one batch, then hands the event to the queue without waiting for it.
+ */
+async function deleteLiveField(
+  c: Context<AppEnv>,
+  product: ProductRow,
+  owner: { kind: "product" | "waitlist" } | { kind: "variant"; variantId: string },
+  fieldName: string,
+) {
+  const now = new Date();
+  const url = eventTarget(c.env, product.attributes.webhook_url);
+  const event = url
+    ? newEvent(
+        product,
+        "product.custom_field.deleted",
+        url,
+        {
+          store_id: product.storeId,
+          product_id: product.id,
+          variant_id: owner.kind === "variant" ? owner.variantId : null,
+          list: owner.kind === "waitlist" ? "waitlist_custom_fields" : "custom_fields",
+          name: fieldName,
+        },
+        now,
+      )
+    : null;
+  const ownerId = owner.kind === "variant" ? owner.variantId : product.id;
+  await deleteLiveCustomField(c.var.db, { productId: product.id, kind: owner.kind, ownerId }, fieldName, now, event);
+  if (event) enqueueInBackground(c, event.id);
+  return c.body(null, 204);
+}
+
 /** 404 product → 409 has draft → 404 field. */
 async function deleteOnLiveProduct(c: Context<AppEnv>, id: string, kind: "product" | "waitlist", fieldName: string) {
   const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-  await deleteLiveCustomField(c.var.db, { productId: product.id, kind, ownerId: product.id }, fieldName);
-  return c.body(null, 204);
+  return deleteLiveField(c, product, { kind }, fieldName);
 }
 
 /** 404 no draft → variant of the overlay → 422 version → 409 stale → 404 field. */
@@ -113,12 +147,7 @@ export const customFieldRoutes = createRouter()
       const params = c.req.valid("param");
       const found = await findVariant(c.var.db, params.id, c.var.caller.scope);
       if (!found) throw new ApiError(404, messages.variantNotFound(params.id));
-      await deleteLiveCustomField(
-        c.var.db,
-        { productId: found.product.id, kind: "variant", ownerId: found.variant.id },
-        params.name,
-      );
-      return c.body(null, 204);
+      return deleteLiveField(c, found.product, { kind: "variant", variantId: found.variant.id }, params.name);
     },
   )
   .openapi(

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { type CustomFieldOwner, customFields, drafts, products } from "../db/schema";
+import { insertEventIfChanged, type NewEvent } from "../events/records";
 import { ApiError } from "../http/errors";
 import type { DraftDocument, StoredCustomField } from "./draft-document";
 import { writeDraft } from "./drafts";
@@ -17,9 +18,16 @@ export type LiveFieldOwner = { productId: string; kind: CustomFieldOwner; ownerI
 /**
  * Deletes a live custom field and renumbers the remaining ones 0..n-1, in one atomic batch. The
  * delete itself refuses to run while the product has a draft, so a draft created meanwhile cannot be
- * bypassed. Throws 409 (draft) or 404 (no such field).
+ * bypassed. Throws 409 (draft) or 404 (no such field). `event`, when given, is written in the same batch,
+ * and only if the field was deleted.
  */
-export async function deleteLiveCustomField(db: Database, owner: LiveFieldOwner, name: string, now = new Date()) {
+export async function deleteLiveCustomField(
+  db: Database,
+  owner: LiveFieldOwner,
+  name: string,
+  now = new Date(),
+  event: NewEvent | null = null,
+) {
   const ofOwner = and(eq(customFields.ownerKind, owner.kind), eq(customFields.ownerId, owner.ownerId));
   const [deleted] = await db.batch([
     db
@@ -36,6 +44,8 @@ export async function deleteLiveCustomField(db: Database, owner: LiveFieldOwner,
       .update(products)
       .set({ fieldsUpdatedAt: now })
       .where(and(eq(products.id, owner.productId), sql`changes() > 0`)),
+    // Again changes(): the update above touched the product only if the delete removed a row.
+    ...(event ? [insertEventIfChanged(db, event)] : []),
     db
       .update(customFields)
       .set({

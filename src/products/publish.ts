@@ -2,6 +2,7 @@ import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { abortUnless, isGuardAbort, isUniqueViolation, runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
 import { drafts, productCourses, products, stores } from "../db/schema";
+import { insertEvent, type NewEvent, newEvent } from "../events/records";
 import { ApiError, type FieldErrors, validationError } from "../http/errors";
 import { PlatformUnavailableError, type ProjectPlatform } from "../platform/client";
 import type { DraftDocument } from "./draft-document";
@@ -23,7 +24,13 @@ export const publishMessages = {
 /** How long a publish holds its product; a crashed publish frees it after this. */
 const publishLeaseMs = 60_000;
 
-export type PublishDeps = { db: Database; platform: ProjectPlatform; now?: () => Date };
+export type PublishDeps = {
+  db: Database;
+  platform: ProjectPlatform;
+  now?: () => Date;
+  /** Where the `product.published` event goes for a live `webhook_url` (see events/records.ts); null: no event. */
+  webhookTarget?: (webhookUrl: unknown) => string | null;
+};
 
 type Draft = NonNullable<Awaited<ReturnType<typeof findDraft>>>;
 
@@ -31,23 +38,37 @@ type Draft = NonNullable<Awaited<ReturnType<typeof findDraft>>>;
  * Publishes a product in decisions.md's order: plan (422) → stale overlay (409) → platform checks →
  * course operations → persist. A failure at any step leaves the overlay in place; course operations
  * already done stay recorded on the live product and on the overlay, so a retry never resends them.
+ * Answers the `product.published` event written in the same batch as the publish (its body, the answer,
+ * is filled in by the caller), or null when the live product has no webhook target.
  */
-export async function publishProduct(deps: PublishDeps, product: ProductRow): Promise<void> {
+export async function publishProduct(deps: PublishDeps, product: ProductRow): Promise<NewEvent | null> {
   const now = deps.now ?? (() => new Date());
   const store = await deps.db.query.stores.findFirst({ where: eq(stores.id, product.storeId) });
   if (!store?.planActive) throw new ApiError(422, publishMessages.noActivePlan);
 
+  const eventFor = (attributes: Record<string, unknown>) => {
+    const url = deps.webhookTarget?.(attributes.webhook_url) ?? null;
+    return url ? newEvent(product, "product.published", url, null, now()) : null;
+  };
+
   const draft = await findDraft(deps.db, product.id);
   if (!draft) {
-    await deps.db.update(products).set({ status: "published" }).where(eq(products.id, product.id));
-    return;
+    const event = eventFor(product.attributes);
+    await runAtomically(deps.db, [
+      deps.db.update(products).set({ status: "published" }).where(eq(products.id, product.id)),
+      ...(event ? [insertEvent(deps.db, event)] : []),
+    ]);
+    return event;
   }
   if (isStale(product, draft)) throw new ApiError(409, publishMessages.staleOverlay);
 
+  // The target is the live product's after the change: the overlay's attributes replace the live ones.
+  const event = eventFor(draft.document.product.attributes);
   await acquireLease(deps.db, product.id, draft.draftVersion, now());
   try {
     const skipped = await applyPlatformSteps(deps, product, draft);
-    await persistOverlay(deps.db, product, draft, skipped, now());
+    await persistOverlay(deps.db, product, draft, skipped, now(), event);
+    return event;
   } catch (error) {
     await releaseLease(deps.db, product.id);
     if (error instanceof PlatformUnavailableError) {
@@ -190,7 +211,14 @@ async function freeSlug(db: Database, product: ProductRow, slug: string): Promis
  * Persists the overlay as the live product and drops it, in one atomic batch that aborts unless the
  * overlay is still the version this publish read, so a concurrent draft write is never half-applied.
  */
-async function persistOverlay(db: Database, product: ProductRow, draft: Draft, skipped: Set<string>, now: Date) {
+async function persistOverlay(
+  db: Database,
+  product: ProductRow,
+  draft: Draft,
+  skipped: Set<string>,
+  now: Date,
+  event: NewEvent | null,
+) {
   const document: DraftDocument = draft.document;
   const player = document.player;
   const redirectCourseId = player
@@ -233,6 +261,8 @@ async function persistOverlay(db: Database, product: ProductRow, draft: Draft, s
           crossSells: document.cross_sells,
         }),
         db.delete(drafts).where(eq(drafts.productId, product.id)),
+        // The event is part of the publish: a batch that fails or is rolled back leaves no event either.
+        ...(event ? [insertEvent(db, event)] : []),
       ]);
       return;
     } catch (error) {

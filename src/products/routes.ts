@@ -2,6 +2,8 @@ import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { optionalSetting } from "../config";
 import type { AppEnv } from "../env";
+import { enqueueInBackground } from "../events/dispatch";
+import { eventBody, eventTarget } from "../events/records";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
@@ -122,8 +124,20 @@ export const productRoutes = createRouter()
     async (c) => {
       const { id } = c.req.valid("param");
       const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      await publishProduct({ db: c.var.db, platform: projectPlatform(c.env, c.var.db) }, product);
+      const event = await publishProduct(
+        {
+          db: c.var.db,
+          platform: projectPlatform(c.env, c.var.db),
+          webhookTarget: (webhookUrl) => eventTarget(c.env, webhookUrl),
+        },
+        product,
+      );
       const { product: published, resource } = await readLiveProduct(c.var.db, id, c.var.caller.scope);
-      return c.json(await withSignedDownloads(resource, signingScope(c, published)), 200);
+      const body = await withSignedDownloads(resource, signingScope(c, published));
+      if (event) {
+        const data = { store_id: published.storeId, product: body };
+        enqueueInBackground(c, event.id, eventBody(event.type, event.createdAt, data));
+      }
+      return c.json(body, 200);
     },
   );

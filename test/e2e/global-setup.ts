@@ -67,6 +67,12 @@ export default async function setup(project: TestProject) {
       "PUT_LIMIT_PER_MINUTE:100000",
       "--var",
       "API_LIMIT_PER_MINUTE:100000",
+      // Event retries within seconds and a short attempt timeout, so test/e2e/webhooks.test.ts can watch a
+      // whole schedule against its slow and failing receivers.
+      "--var",
+      "WEBHOOK_RETRY_SCHEDULE:1,1,1",
+      "--var",
+      "WEBHOOK_TIMEOUT_MS:1000",
     ],
     stdio: ["ignore", "ignore", "inherit"],
   });

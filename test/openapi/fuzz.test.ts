@@ -1,13 +1,16 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { inArray } from "drizzle-orm";
 import fc from "fast-check";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import demo from "../../fixtures/demo.json";
 import committed from "../../openapi/openapi.json";
 import { createApp } from "../../src/app";
 import { createDb } from "../../src/db/client";
+import { webhookEvents } from "../../src/db/schema";
 import { FixtureDocument, type FixtureProduct, type FixtureVariant } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
+import { insertEvent, newEvent } from "../../src/events/records";
 import { productInput, seedToken, uuid, variantInput } from "../support/factories";
 import { origin } from "../support/http";
 import { png } from "../support/media-bytes";
@@ -84,8 +87,31 @@ const draftedProduct = productInput(store.id, {
 });
 const fixture = FixtureDocument.parse({ ...demo, products: [...demo.products, draftedProduct] });
 
-/** Loads the world again, undoing what a fuzzed operation changed (fixtures upsert by id). */
-const loadWorld = () => loadFixtures(createDb(env.DB), fixture);
+/** Events of the demo store for the event-log routes: one of each type, as their changes would write them. */
+const [eventProduct] = demo.products;
+if (!eventProduct) throw new Error("fixtures/demo.json: a product");
+const worldEvents = [
+  newEvent({ id: eventProduct.id, storeId: store.id }, "product.published", "https://hooks.example.test/a", {}),
+  newEvent(
+    { id: eventProduct.id, storeId: store.id },
+    "product.custom_field.deleted",
+    "https://hooks.example.test/b",
+    {},
+  ),
+];
+
+/** Loads the world again, undoing what a fuzzed operation changed (fixtures upsert by id; events are rewritten). */
+const loadWorld = async () => {
+  const db = createDb(env.DB);
+  await loadFixtures(db, fixture);
+  await db.delete(webhookEvents).where(
+    inArray(
+      webhookEvents.id,
+      worldEvents.map((event) => event.id),
+    ),
+  );
+  for (const event of worldEvents) await insertEvent(db, event);
+};
 
 /** A prepared upload: what prepare answered and what it was told. `parts` for a multipart one. */
 type Reservation = {
@@ -194,6 +220,9 @@ function step(node: Node, segment: string): Node | undefined {
         };
       }
       if (segment === "product-variants") return variantItems(fixture.products.flatMap((product) => product.variants));
+      if (segment === "webhook-events") {
+        return { kind: "items", items: worldEvents.map((event): [string, Node] => [event.id, { kind: "leaf" }]) };
+      }
       if (segment === "media-uploads") {
         const all = [...uploads.stored, ...uploads.reserved];
         return { kind: "items", items: all.map((upload): [string, Node] => [upload.id, { kind: "leaf" }]) };

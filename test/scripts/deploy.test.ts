@@ -12,6 +12,7 @@ import {
   parseDeployArgs,
   parseVarsFile,
   planSecrets,
+  queueNames,
   readWranglerConfig,
   sizeLimits,
   type WranglerConfig,
@@ -22,6 +23,7 @@ import { FakeCloudflare } from "./fake-cloudflare";
 let config: WranglerConfig;
 let databaseName: string;
 let bucketName: string;
+let queues: string[];
 const scratch: string[] = [];
 
 beforeAll(async () => {
@@ -29,7 +31,11 @@ beforeAll(async () => {
   config = await readWranglerConfig();
   databaseName = config.d1_databases.find((d) => d.binding === "DB")?.database_name ?? "";
   bucketName = config.r2_buckets.find((b) => b.binding === "BUCKET")?.bucket_name ?? "";
+  queues = queueNames(config);
 });
+
+/** An account with nothing in it, whose deploys need the project's queues. */
+const emptyAccount = () => Object.assign(new FakeCloudflare(), { requiredQueues: queueNames(config) });
 
 afterEach(async () => {
   await Promise.all(scratch.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
@@ -61,8 +67,8 @@ function deployWith(account: FakeCloudflare, env: Record<string, string> = {}) {
 }
 
 describe("npm run deploy on an empty account", () => {
-  it("creates the database and the bucket, migrates before it deploys, generates both secrets and prints the URL", async () => {
-    const account = new FakeCloudflare();
+  it("creates the database, the bucket and the queues, migrates before it deploys, generates both secrets and prints the URL", async () => {
+    const account = emptyAccount();
     const { run, printed } = deployWith(account);
     const result = await run();
 
@@ -73,12 +79,15 @@ describe("npm run deploy on an empty account", () => {
       "d1 list --json",
       "r2 bucket list",
       `r2 bucket create`,
+      ...queues.flatMap((queue) => [`queues info ${queue}`, `queues create ${queue}`]),
       "secret list --format",
       "d1 migrations apply",
       expect.stringMatching(/^deploy --secrets-file /),
     ]);
     expect(account.databases.map((d) => d.name)).toEqual([databaseName]);
     expect([...account.buckets]).toEqual([bucketName]);
+    expect([...account.queues]).toEqual(queues);
+    expect(result.queues.every((queue) => queue.created)).toBe(true);
     expect(result.database).toMatchObject({ name: databaseName, created: true, id: account.databases[0]?.uuid });
     expect(result.secrets.generated).toEqual(["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]);
     expect(result.url).toBe(account.url);
@@ -121,7 +130,7 @@ describe("npm run deploy on an empty account", () => {
 
 describe("npm run deploy again", () => {
   it("finds the database and the bucket, keeps the Worker's secrets and sends none", async () => {
-    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
     const { run, printed } = deployWith(account);
     const result = await run();
 
@@ -136,7 +145,7 @@ describe("npm run deploy again", () => {
   });
 
   it("sets a secret given in the environment (a rotation) and keeps the other", async () => {
-    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
     const result = await deployWith(account, { PLATFORM_API_SECRET: "shared-with-the-platform" }).run();
     const deployCall = account.calls.find((call) => call.args[0] === "deploy");
     expect(deployCall?.secretsFile?.secrets).toEqual({ PLATFORM_API_SECRET: "shared-with-the-platform" });
@@ -144,7 +153,7 @@ describe("npm run deploy again", () => {
   });
 
   it("passes every deploy.vars line to wrangler as --var NAME:VALUE, values with colons and spaces intact", async () => {
-    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
     const file = await varsFile(
       [
         "# this deployment",
@@ -163,6 +172,35 @@ describe("npm run deploy again", () => {
   });
 });
 
+describe("the queues", () => {
+  it("are the webhook queue and its dead-letter queue, read from wrangler.toml", () => {
+    expect(queues).toEqual(["storefront-checkout-webhooks", "storefront-checkout-webhooks-dlq"]);
+  });
+
+  it("that exist are found, and only a missing one is created", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues.slice(0, 1));
+    account.requiredQueues = queues;
+    const result = await deployWith(account).run();
+    expect(result.queues).toEqual(queues.map((name, index) => ({ name, created: index > 0 })));
+    expect(account.commandLines().filter((line) => line.startsWith("queues create"))).toEqual([
+      `queues create ${queues[1]}`,
+    ]);
+  });
+
+  it("a lookup that fails for another reason stops before the deploy, with wrangler's message", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
+    const run: typeof account.run = async (args, options) =>
+      args[0] === "queues"
+        ? { code: 1, stdout: "", stderr: "✘ [ERROR] Authentication error [code: 10000]", outputs: [] }
+        : account.run(args, options);
+    const deploying = deploy({ varsFile: await emptyVars() }, { run, print: () => {}, env: {}, config });
+    await expect(deploying).rejects.toThrow(
+      /Looking up queue storefront-checkout-webhooks failed:\n.*Authentication error/s,
+    );
+    expect(account.commandLines().some((line) => line.startsWith("deploy"))).toBe(false);
+  });
+});
+
 describe("the R2 bucket", () => {
   it("is read from wrangler's bucket list, coloured or not", () => {
     const listing =
@@ -171,7 +209,7 @@ describe("the R2 bucket", () => {
   });
 
   it("that another deploy created meanwhile (create answers 10004) counts as found", async () => {
-    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName);
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
     const run = account.run;
     // The list does not show it yet; the create then finds it there.
     account.run = async (args, options) =>

@@ -28,6 +28,9 @@ export class FakeCloudflare {
   accounts = [{ id: "acc-1", name: "Shop Account" }];
   databases: { name: string; uuid: string }[] = [];
   buckets = new Set<string>();
+  queues = new Set<string>();
+  /** The queues a deploy binds (wrangler.toml's); a deploy before they exist fails, as Cloudflare's does. */
+  requiredQueues: string[] = [];
   worker: { secrets: Set<string>; vars: Record<string, string> } | undefined;
   migrationsApplied = 0;
   failMigrations = false;
@@ -40,9 +43,10 @@ export class FakeCloudflare {
   constructor(readonly requiredSecrets: string[] = ["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]) {}
 
   /** The account after a complete earlier deploy. */
-  deployedBefore(databaseName: string, bucketName: string): this {
+  deployedBefore(databaseName: string, bucketName: string, queues: string[] = []): this {
     this.databases.push({ name: databaseName, uuid: "11111111-2222-4333-8444-555555555555" });
     this.buckets.add(bucketName);
+    for (const queue of queues) this.queues.add(queue);
     this.worker = { secrets: new Set(this.requiredSecrets), vars: {} };
     return this;
   }
@@ -108,6 +112,15 @@ export class FakeCloudflare {
       this.buckets.add(name);
       return ok(`Creating bucket '${name}'...\n✅ Created bucket '${name}' with default storage class of Standard.`);
     }
+    if (first === "queues" && second === "info" && third) {
+      if (this.queues.has(third)) return ok(`Queue Name: ${third}\nQueue ID: ${third}-id\nNumber of Producers: 1`);
+      return failed(`Queue "${third}" does not exist. To create it, run: wrangler queues create ${third}`);
+    }
+    if (first === "queues" && second === "create" && third) {
+      if (this.queues.has(third)) return failed(`A queue with this name already exists. [code: 11009]`, 11009);
+      this.queues.add(third);
+      return ok(`🌀 Creating queue '${third}'\n✅ Created queue '${third}'.`);
+    }
     if (first === "secret" && second === "list") {
       if (!this.worker)
         return failed(
@@ -140,6 +153,12 @@ export class FakeCloudflare {
       return { ...ok(), outputs: [{ type: "deploy", version: 1, bundle_size: this.bundleSize }] };
     }
     if (this.databases.length === 0 || this.buckets.size === 0) throw new Error("deploy before its resources exist");
+    const missingQueues = this.requiredQueues.filter((name) => !this.queues.has(name));
+    if (missingQueues.length > 0) {
+      return failed(
+        `Queue "${missingQueues[0]}" does not exist. To create it, run: wrangler queues create ${missingQueues[0]}`,
+      );
+    }
     const secrets = new Set([...(this.worker?.secrets ?? []), ...Object.keys(call.secretsFile?.secrets ?? {})]);
     const missing = this.requiredSecrets.filter((name) => !secrets.has(name));
     if (missing.length > 0) return failed(`The following required secrets have not been set: ${missing.join(", ")}`);

@@ -12,6 +12,8 @@ const commands = [
   ["d1", "migrations", "apply"],
   ["r2", "bucket", "list"],
   ["r2", "bucket", "create"],
+  ["queues", "info"],
+  ["queues", "create"],
   ["d1", "execute"],
   ["d1", "create"],
   ["d1", "list"],

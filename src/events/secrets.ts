@@ -1,0 +1,51 @@
+import { eq, sql } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { webhookSecrets } from "../db/schema";
+import { newWebhookSecret } from "./signing";
+
+type SecretRow = typeof webhookSecrets.$inferSelect;
+
+/** The store's secret row, made on first need; two callers racing keep the first one written. */
+export async function storeSecretRow(db: Database, storeId: string, now = new Date()): Promise<SecretRow> {
+  const [, rows] = await db.batch([
+    db
+      .insert(webhookSecrets)
+      .values({ storeId, secret: newWebhookSecret(), createdAt: now })
+      .onConflictDoNothing({ target: webhookSecrets.storeId }),
+    db.select().from(webhookSecrets).where(eq(webhookSecrets.storeId, storeId)),
+  ]);
+  const [row] = rows;
+  if (!row) throw new Error(`webhook secret of store ${storeId} was not written`);
+  return row;
+}
+
+/** The secrets that sign a delivery now: the current one, and the previous one during its overlap. */
+export function signingSecrets(row: SecretRow, now = new Date()): string[] {
+  return row.previousSecret && row.previousUntil && row.previousUntil > now
+    ? [row.secret, row.previousSecret]
+    : [row.secret];
+}
+
+/**
+ * Replaces the store's secret with a new one; the replaced one keeps signing, beside it, for `overlapSeconds`.
+ * Answers the new secret.
+ */
+export async function rotateStoreSecret(
+  db: Database,
+  storeId: string,
+  overlapSeconds: number,
+  now = new Date(),
+): Promise<string> {
+  await storeSecretRow(db, storeId, now);
+  const secret = newWebhookSecret();
+  // One statement: two rotations at once each keep the secret they replaced, never a half-written pair.
+  await db
+    .update(webhookSecrets)
+    .set({
+      previousSecret: sql`${webhookSecrets.secret}`,
+      previousUntil: new Date(now.getTime() + overlapSeconds * 1000),
+      secret,
+    })
+    .where(eq(webhookSecrets.storeId, storeId));
+  return secret;
+}

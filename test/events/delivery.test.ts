@@ -1,0 +1,319 @@
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { eq } from "drizzle-orm";
+import { Webhook } from "standardwebhooks";
+import { describe, expect, it, vi } from "vitest";
+import { webhookEvents } from "../../src/db/schema";
+import {
+  type DeliveryDeps,
+  deliverEvent,
+  handleDeadLetters,
+  handleDeliveryBatch,
+  maxQueueDelaySeconds,
+  processingRetrySeconds,
+} from "../../src/events/delivery";
+import { insertEvent, newEvent } from "../../src/events/records";
+import { rotateStoreSecret, storeSecretRow } from "../../src/events/secrets";
+import { sweepEvents } from "../../src/events/sweep";
+import { seedStore, uuid } from "../support/factories";
+import { db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
+
+/** A committed, pending custom-field event of a fresh store, with its secret. */
+async function pendingEvent(options: { createdAt?: Date } = {}) {
+  const { storeId } = await seedStore();
+  const productId = uuid();
+  const data = { store_id: storeId, product_id: productId, variant_id: null, list: "custom_fields", name: "nip" };
+  const event = newEvent(
+    { id: productId, storeId },
+    "product.custom_field.deleted",
+    hookUrl(),
+    data,
+    options.createdAt ?? new Date(),
+  );
+  await insertEvent(db(), event);
+  const secret = (await storeSecretRow(db(), storeId)).secret;
+  return { event, storeId, secret };
+}
+
+let messageCounter = 0;
+/** Runs the consumer on one batch of messages for `ids` and answers the queue's ack / retry result. */
+async function consume(ids: string[], deps: DeliveryDeps, attempts = 1) {
+  const batch = createMessageBatch("storefront-checkout-webhooks", [
+    ...ids.map((id) => ({ id: `msg-${messageCounter++}`, timestamp: new Date(), attempts, body: { id } })),
+  ]);
+  // getQueueResult records which messages were retried but not their delay; the spies keep it.
+  const retries = batch.messages.map((message) => vi.spyOn(message, "retry"));
+  const ctx = createExecutionContext();
+  await handleDeliveryBatch(batch, deps);
+  const result = await getQueueResult(batch, ctx);
+  const delays = new Map(
+    batch.messages.map((message, index) => [message.id, retries[index]?.mock.calls[0]?.[0]?.delaySeconds]),
+  );
+  return {
+    ...result,
+    retryMessages: result.retryMessages.map((entry) => ({ ...entry, delaySeconds: delays.get(entry.msgId) })),
+  };
+}
+
+const verify = (secret: string, received: { headers: Headers; body: string }) =>
+  new Webhook(secret).verify(received.body, Object.fromEntries(received.headers));
+
+describe("the queue consumer", () => {
+  it("a 2xx answer acks the message and marks the event delivered; the request verifies with standardwebhooks", async () => {
+    const { event, secret } = await pendingEvent();
+    const receiver = fakeReceiver(() => new Response("ok"));
+    const result = await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(result.retryMessages).toEqual([]);
+    const [received] = receiver.received;
+    expect(received?.url).toBe(event.url);
+    expect(received?.headers.get("webhook-id")).toBe(event.id);
+    expect(received?.headers.get("content-type")).toBe("application/json");
+    expect(received?.body).toBe(event.body);
+    expect(verify(secret, received as NonNullable<typeof received>)).toEqual(JSON.parse(event.body ?? ""));
+    expect(received?.redirect).toBe("manual");
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({ status: "delivered", attempts: 1, lastResponseStatus: 200, nextAttemptAt: null });
+    expect(stored?.attemptLog).toEqual([
+      { at: expect.any(String), response_status: 200, error: null, duration_ms: expect.any(Number) },
+    ]);
+  });
+
+  it("a 500 is retried after the schedule's first delay, with the message's own queue delay", async () => {
+    const { event } = await pendingEvent();
+    const now = new Date();
+    const receiver = fakeReceiver(() => new Response("boom", { status: 500 }));
+    const result = await consume(
+      [event.id],
+      deliveryDeps({ fetch: receiver.fetch, schedule: [7, 300], now: () => now }),
+    );
+    expect(result.retryMessages).toEqual([{ msgId: expect.any(String), delaySeconds: 7 }]);
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({ status: "pending", attempts: 1, lastResponseStatus: 500, retriesUsed: 1 });
+    expect(stored?.nextAttemptAt?.getTime()).toBe(now.getTime() + 7000);
+  });
+
+  it("a 3xx is a failed attempt: redirects are not followed", async () => {
+    const { event } = await pendingEvent();
+    const receiver = fakeReceiver(
+      () => new Response(null, { status: 302, headers: { Location: "https://elsewhere.test/" } }),
+    );
+    const result = await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    expect(receiver.received).toHaveLength(1);
+    expect(result.retryMessages).toHaveLength(1);
+    expect((await storedEvent(event.id))?.lastResponseStatus).toBe(302);
+  });
+
+  it("Retry-After on a 429 or 503 pushes the next attempt later than the schedule, never earlier", async () => {
+    for (const [status, header, expected] of [
+      [429, "120", 120],
+      [503, "1", 5],
+      [500, "120", 5],
+    ] as const) {
+      const { event } = await pendingEvent();
+      const receiver = fakeReceiver(() => new Response(null, { status, headers: { "Retry-After": header } }));
+      const result = await consume([event.id], deliveryDeps({ fetch: receiver.fetch, schedule: [5] }));
+      expect(
+        result.retryMessages.map((m) => m.delaySeconds),
+        `${status} ${header}`,
+      ).toEqual([expected]);
+    }
+  });
+
+  it("a 410 ends the attempts at once: failed, acked, no next attempt", async () => {
+    const { event } = await pendingEvent();
+    const receiver = fakeReceiver(() => new Response(null, { status: 410 }));
+    const result = await consume([event.id], deliveryDeps({ fetch: receiver.fetch, schedule: [5, 5, 5] }));
+    expect(result.explicitAcks).toHaveLength(1);
+    expect(await storedEvent(event.id)).toMatchObject({ status: "failed", attempts: 1, nextAttemptAt: null });
+  });
+
+  it("after the schedule's last retry the event is failed and stays listed with every attempt", async () => {
+    const { event } = await pendingEvent();
+    let clock = Date.now();
+    const receiver = fakeReceiver(() => new Response(null, { status: 500 }));
+    const deps = deliveryDeps({ fetch: receiver.fetch, schedule: [1, 2], now: () => new Date(clock) });
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await consume([event.id], deps, attempt);
+      clock += 3000;
+    }
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({ status: "failed", attempts: 3, nextAttemptAt: null });
+    expect(stored?.attemptLog).toHaveLength(3);
+    expect(new Set(receiver.received.map((r) => r.headers.get("webhook-id")))).toEqual(new Set([event.id]));
+  });
+
+  it("a receiver slower than WEBHOOK_TIMEOUT_MS is a timed-out attempt without a status, retried", async () => {
+    const { event } = await pendingEvent();
+    const slow = (async (_input: RequestInfo | URL, init?: RequestInit) =>
+      new Promise<Response>((_resolve, reject) => {
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason));
+      })) as typeof fetch;
+    const result = await consume([event.id], deliveryDeps({ fetch: slow, timeoutMs: 50 }));
+    expect(result.retryMessages).toHaveLength(1);
+    const stored = await storedEvent(event.id);
+    expect(stored?.lastResponseStatus).toBeNull();
+    expect(stored?.attemptLog[0]).toMatchObject({ response_status: null, error: "timed out after 50 ms" });
+  });
+
+  it("a message that arrives before its event is due waits again for the rest, at most 12 hours per hop, without a request", async () => {
+    const { event } = await pendingEvent();
+    await db()
+      .update(webhookEvents)
+      .set({ nextAttemptAt: new Date(Date.now() + 20 * 3600_000) })
+      .where(eq(webhookEvents.id, event.id));
+    const receiver = fakeReceiver(() => new Response("ok"));
+    const result = await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    expect(receiver.received).toEqual([]);
+    expect(result.retryMessages.map((m) => m.delaySeconds)).toEqual([maxQueueDelaySeconds]);
+  });
+
+  it("a delivered event's message is acked without a request (at-least-once duplicates are dropped)", async () => {
+    const { event } = await pendingEvent();
+    const receiver = fakeReceiver(() => new Response("ok"));
+    await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    const again = await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    expect(again.explicitAcks).toHaveLength(1);
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it("a malformed message is acked and dropped", async () => {
+    const batch = createMessageBatch("storefront-checkout-webhooks", [
+      { id: "m1", timestamp: new Date(), attempts: 1, body: "not an object" },
+    ]);
+    const ctx = createExecutionContext();
+    await handleDeliveryBatch(batch, deliveryDeps());
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["m1"]);
+  });
+
+  it("during a rotation's overlap every request carries both signatures, each verifying with its own secret", async () => {
+    const { event, storeId, secret: oldSecret } = await pendingEvent();
+    const newSecret = await rotateStoreSecret(db(), storeId, 3600);
+    const receiver = fakeReceiver(() => new Response("ok"));
+    await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    const [received] = receiver.received;
+    const request = received as NonNullable<typeof received>;
+    expect(request.headers.get("webhook-signature")?.split(" ")).toHaveLength(2);
+    expect(() => verify(newSecret, request)).not.toThrow();
+    expect(() => verify(oldSecret, request)).not.toThrow();
+  });
+
+  it("after the overlap only the new secret signs", async () => {
+    const { event, storeId, secret: oldSecret } = await pendingEvent();
+    const newSecret = await rotateStoreSecret(db(), storeId, 0);
+    const receiver = fakeReceiver(() => new Response("ok"));
+    await consume([event.id], deliveryDeps({ fetch: receiver.fetch }));
+    const request = receiver.received[0] as NonNullable<(typeof receiver.received)[0]>;
+    expect(request.headers.get("webhook-signature")?.split(" ")).toHaveLength(1);
+    expect(() => verify(newSecret, request)).not.toThrow();
+    expect(() => verify(oldSecret, request)).toThrow();
+  });
+});
+
+describe("faults", () => {
+  it("a consumer that dies after the POST, before recording it, delivers once more later with the same webhook-id", async () => {
+    const { event, secret } = await pendingEvent();
+    const receiver = fakeReceiver(() => new Response("ok"));
+    let clock = Date.now();
+    const base = deliveryDeps({ fetch: receiver.fetch, now: () => new Date(clock) });
+    // The isolate dies between the request and the write of its result: every write after the POST fails.
+    let dying = true;
+    const flaky = new Proxy(base.db, {
+      get(target, key, proxy) {
+        const value = Reflect.get(target, key, proxy);
+        if (key !== "update" || typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (dying && receiver.received.length > 0) throw new Error("isolate died");
+          return value.apply(target, args);
+        };
+      },
+    });
+    const first = await consume([event.id], { ...base, db: flaky });
+    expect(first.retryMessages).toEqual([{ msgId: expect.any(String), delaySeconds: processingRetrySeconds }]);
+    expect(receiver.received).toHaveLength(1);
+    expect((await storedEvent(event.id))?.status).toBe("pending");
+
+    // The queue brings the message back after the dead attempt's lease ran out.
+    dying = false;
+    clock += base.timeoutMs + 31_000;
+    const second = await consume([event.id], base, 2);
+    expect(second.explicitAcks).toHaveLength(1);
+    expect(receiver.received).toHaveLength(2);
+    expect(receiver.received.map((r) => r.headers.get("webhook-id"))).toEqual([event.id, event.id]);
+    for (const request of receiver.received) expect(() => verify(secret, request)).not.toThrow();
+    expect((await storedEvent(event.id))?.status).toBe("delivered");
+  });
+
+  it("while one consumer holds an attempt, another message for the event waits instead of posting twice", async () => {
+    const { event } = await pendingEvent();
+    const now = Date.now();
+    await db()
+      .update(webhookEvents)
+      .set({ leaseUntil: new Date(now + 20_000) })
+      .where(eq(webhookEvents.id, event.id));
+    const receiver = fakeReceiver(() => new Response("ok"));
+    const outcome = await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => new Date(now) }), event.id);
+    expect(outcome).toEqual({ kind: "wait", delaySeconds: 20 });
+    expect(receiver.received).toEqual([]);
+  });
+
+  it("an event whose enqueue failed is re-enqueued by the sweep once overdue, then delivered", async () => {
+    const { event } = await pendingEvent();
+    const { sent, queue } = recordingQueue();
+    const early = await sweepEvents({ db: db(), queue, retentionDays: 30 });
+    expect(sent.filter((m) => m.id === event.id)).toEqual([]);
+    expect(early.requeued).toBeGreaterThanOrEqual(0);
+
+    const later = new Date(Date.now() + 11 * 60_000);
+    await sweepEvents({ db: db(), queue, retentionDays: 30, now: () => later });
+    expect(sent.filter((m) => m.id === event.id)).toEqual([{ id: event.id }]);
+    // Re-enqueued once: the next sweep leaves it to the message it just sent.
+    await sweepEvents({ db: db(), queue, retentionDays: 30, now: () => later });
+    expect(sent.filter((m) => m.id === event.id)).toHaveLength(1);
+
+    const receiver = fakeReceiver(() => new Response("ok"));
+    await consume([event.id], deliveryDeps({ fetch: receiver.fetch, now: () => later }));
+    expect((await storedEvent(event.id))?.status).toBe("delivered");
+  });
+
+  it("the sweep drops events older than WEBHOOK_RETENTION_DAYS", async () => {
+    const { event: old } = await pendingEvent({ createdAt: new Date(Date.now() - 3 * 86_400_000) });
+    const { event: recent } = await pendingEvent();
+    await sweepEvents({ db: db(), queue: recordingQueue().queue, retentionDays: 2 });
+    expect(await storedEvent(old.id)).toBeUndefined();
+    expect(await storedEvent(recent.id)).toBeDefined();
+  });
+
+  it("a dead-lettered message marks its event failed with the reason in the attempt log", async () => {
+    const { event } = await pendingEvent();
+    const batch = createMessageBatch("storefront-checkout-webhooks-dlq", [
+      { id: "d1", timestamp: new Date(), attempts: 1, body: { id: event.id } },
+    ]);
+    const ctx = createExecutionContext();
+    await handleDeadLetters(batch, db());
+    expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["d1"]);
+    const stored = await storedEvent(event.id);
+    expect(stored?.status).toBe("failed");
+    expect(stored?.attemptLog.at(-1)?.error).toMatch(/gave up/);
+  });
+
+  it("a publish event whose body was never written is sent with the live product, and the same bytes every attempt", async () => {
+    const { storeId } = await seedStore();
+    const productId = uuid();
+    const event = newEvent({ id: productId, storeId }, "product.published", hookUrl(), null);
+    await insertEvent(db(), event);
+    const receiver = fakeReceiver(() => new Response(null, { status: 500 }));
+    let clock = Date.now();
+    const deps = deliveryDeps({
+      fetch: receiver.fetch,
+      now: () => new Date(clock),
+      liveProduct: async (store, product) => ({ id: product, store, read_at: clock }),
+    });
+    await consume([event.id], deps);
+    clock += 10_000;
+    await consume([event.id], deps, 2);
+    const bodies = receiver.received.map((r) => r.body);
+    expect(bodies).toHaveLength(2);
+    expect(bodies[1]).toBe(bodies[0]);
+    expect(JSON.parse(bodies[0] ?? "").data).toMatchObject({ store_id: storeId, product: { id: productId } });
+  });
+});

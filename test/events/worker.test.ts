@@ -1,0 +1,75 @@
+import {
+  createExecutionContext,
+  createMessageBatch,
+  createScheduledController,
+  getQueueResult,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { webhookEvents } from "../../src/db/schema";
+import { insertEvent, newEvent } from "../../src/events/records";
+import worker from "../../src/index";
+import { seedStore, uuid } from "../support/factories";
+import { db, recordingQueue, storedEvent } from "./support";
+
+/** A pending event of a fresh store aimed at `url`. */
+async function pendingEvent(url: string) {
+  const { storeId } = await seedStore();
+  const event = newEvent({ id: uuid(), storeId }, "product.custom_field.deleted", url, { name: "nip" });
+  await insertEvent(db(), event);
+  return event;
+}
+
+/** The Worker's own queue handler on one message for `id`, from `queue`, with `bindings`. */
+async function runQueue(queue: string, id: string, bindings: Env = env) {
+  const batch = createMessageBatch(queue, [{ id: "m1", timestamp: new Date(), attempts: 1, body: { id } }]);
+  const ctx = createExecutionContext();
+  await worker.queue(batch as MessageBatch<unknown>, bindings);
+  return getQueueResult(batch, ctx);
+}
+
+describe("the Worker's queue handler (src/index.ts)", () => {
+  it("delivers with the real fetch: a refused connection is a network error, retried", async () => {
+    // Nothing listens on the discard port of the loopback interface.
+    const event = await pendingEvent("http://127.0.0.1:9/hook");
+    const result = await runQueue("storefront-checkout-webhooks", event.id);
+    expect(result.retryMessages).toEqual([{ msgId: "m1" }]);
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({ status: "pending", attempts: 1, lastResponseStatus: null });
+    expect(stored?.attemptLog[0]?.error).toMatch(/^network error: /);
+  });
+
+  it("messages of the dead-letter queue end their event failed", async () => {
+    const event = await pendingEvent("https://hooks.example.test/x");
+    const result = await runQueue("storefront-checkout-webhooks-dlq", event.id);
+    expect(result.explicitAcks).toEqual(["m1"]);
+    expect((await storedEvent(event.id))?.status).toBe("failed");
+  });
+
+  it("a malformed WEBHOOK_RETRY_SCHEDULE holds the whole batch, the event untouched", async () => {
+    const event = await pendingEvent("https://hooks.example.test/x");
+    const result = await runQueue("storefront-checkout-webhooks", event.id, {
+      ...env,
+      WEBHOOK_RETRY_SCHEDULE: "soon",
+    } as Env);
+    expect(result.retryBatch.retry).toBe(true);
+    expect(await storedEvent(event.id)).toMatchObject({ status: "pending", attempts: 0 });
+  });
+});
+
+describe("the Worker's cron handler (src/index.ts)", () => {
+  it("re-enqueues an event overdue by more than the grace, making it due now", async () => {
+    const event = await pendingEvent("https://hooks.example.test/x");
+    const overdue = new Date(Date.now() - 60 * 60_000);
+    await db().update(webhookEvents).set({ nextAttemptAt: overdue }).where(eq(webhookEvents.id, event.id));
+    const { sent, queue } = recordingQueue();
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, WEBHOOK_QUEUE: queue }, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(sent).toContainEqual({ id: event.id });
+    const stored = await storedEvent(event.id);
+    expect(stored?.nextAttemptAt?.getTime()).toBeGreaterThan(overdue.getTime() + 50 * 60_000);
+  });
+});
