@@ -15,7 +15,11 @@ import { insertEvent, newEvent } from "../../src/events/records";
 import { rotateStoreSecret, storeSecretRow } from "../../src/events/secrets";
 import { sweepEvents } from "../../src/events/sweep";
 import { seedStore, uuid } from "../support/factories";
+import { captureServiceLogs } from "../support/logs";
 import { db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
+
+// The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
+const logs = captureServiceLogs();
 
 /** A committed, pending custom-field event of a fresh store, with its secret. */
 async function pendingEvent(options: { createdAt?: Date } = {}) {
@@ -183,6 +187,7 @@ describe("the queue consumer", () => {
     const ctx = createExecutionContext();
     await handleDeliveryBatch(batch, deliveryDeps());
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["m1"]);
+    logs.expectLogged("warn", { message: "webhook queue: malformed message dropped", message_id: "m1" });
   });
 
   it("during a rotation's overlap every request carries both signatures, each verifying with its own secret", async () => {
@@ -241,6 +246,7 @@ describe("faults", () => {
     expect(receiver.received.map((r) => r.headers.get("webhook-id"))).toEqual([event.id, event.id]);
     for (const request of receiver.received) expect(() => verify(secret, request)).not.toThrow();
     expect((await storedEvent(event.id))?.status).toBe("delivered");
+    logs.expectLogged("warn", { message: "webhook queue: delivery could not be processed", event_id: event.id });
   });
 
   it("while one consumer holds an attempt, another message for the event waits instead of posting twice", async () => {
@@ -294,6 +300,7 @@ describe("faults", () => {
     const stored = await storedEvent(event.id);
     expect(stored?.status).toBe("failed");
     expect(stored?.attemptLog.at(-1)?.error).toMatch(/gave up/);
+    logs.expectLogged("warn", { message: "webhook queue: dead-lettered event marked failed", event_id: event.id });
   });
 
   it("a publish event whose body was never written is sent with the live product, and the same bytes every attempt", async () => {

@@ -6,7 +6,11 @@ import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
 import { json } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
+
+// The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
+const logs = captureServiceLogs();
 
 type Page = { items: Array<Record<string, unknown>>; pagination: Record<string, number> };
 
@@ -169,6 +173,10 @@ describe("GET /webhook-events", () => {
     const response = await callApi("/webhook-events", { token }, queue, { WEBHOOK_RETENTION_DAYS: "forever" });
     expect(response.status).toBe(503);
     expect((await json<{ message: string }>(response)).message).toContain("WEBHOOK_RETENTION_DAYS");
+    logs.expectLogged("error", {
+      message: "configuration problem",
+      problem: expect.stringContaining("WEBHOOK_RETENTION_DAYS"),
+    });
   });
 });
 

@@ -8,7 +8,11 @@ import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
 import { seedProduct, seedStore, uuid } from "../support/factories";
 import { json } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { callApi, db, deliveryDeps, eventsOf, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
+
+// The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
+const logs = captureServiceLogs();
 
 const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
@@ -88,6 +92,10 @@ describe("events made by publish", () => {
     expect(response.status).toBe(503);
     expect((await json<{ message: string }>(response)).message).toContain("WEBHOOK_ALLOW_HTTP");
     expect(await eventsOf(product.id)).toEqual([]);
+    logs.expectLogged("error", {
+      message: "configuration problem",
+      problem: expect.stringContaining("WEBHOOK_ALLOW_HTTP"),
+    });
   });
 
   it("a publish refused with 422 (no active plan) makes no event", async () => {
@@ -248,5 +256,6 @@ describe("events made by custom-field deletes", () => {
     await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => later }), id);
     expect(receiver.received.map((request) => request.headers.get("webhook-id"))).toEqual([id]);
     expect((await storedEvent(id))?.status).toBe("delivered");
+    logs.expectLogged("warn", { message: "webhook event: enqueue failed; the sweep will retry it", event_id: id });
   });
 });

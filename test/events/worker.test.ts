@@ -12,7 +12,11 @@ import { webhookEvents } from "../../src/db/schema";
 import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
 import { seedStore, uuid } from "../support/factories";
+import { captureServiceLogs } from "../support/logs";
 import { db, recordingQueue, storedEvent } from "./support";
+
+// The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
+const logs = captureServiceLogs();
 
 /** A pending event of a fresh store aimed at `url`. */
 async function pendingEvent(url: string) {
@@ -46,6 +50,7 @@ describe("the Worker's queue handler (src/index.ts)", () => {
     const result = await runQueue("storefront-checkout-webhooks-dlq", event.id);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect((await storedEvent(event.id))?.status).toBe("failed");
+    logs.expectLogged("warn", { message: "webhook queue: dead-lettered event marked failed", event_id: event.id });
   });
 
   it("a malformed WEBHOOK_RETRY_SCHEDULE holds the whole batch, the event untouched", async () => {
@@ -56,6 +61,10 @@ describe("the Worker's queue handler (src/index.ts)", () => {
     } as Env);
     expect(result.retryBatch.retry).toBe(true);
     expect(await storedEvent(event.id)).toMatchObject({ status: "pending", attempts: 0 });
+    logs.expectLogged("error", {
+      message: "configuration problem",
+      problem: expect.stringContaining("WEBHOOK_RETRY_SCHEDULE"),
+    });
   });
 });
 
