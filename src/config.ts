@@ -49,6 +49,28 @@ const optionalUrl = z
   .refine((value) => value === "" || URL.canParse(value), { message: "must be an absolute URL or empty" })
   .transform((value) => value.replace(/\/+$/, ""));
 
+/**
+ * The widths a converted image is served at with `?width=`: a comma-separated list of whole numbers from 1
+ * to the largest edge the conversion supports, kept sorted and without repeats; empty or unset is `fallback`.
+ */
+const widthList = (fallback: number[]) =>
+  z
+    .string()
+    .trim()
+    .default("")
+    .transform((value, context) => {
+      if (value === "") return fallback;
+      const widths = value.split(",").map((item) => item.trim());
+      if (widths.some((item) => !/^\d{1,5}$/.test(item) || Number(item) < 1 || Number(item) > maxSupportedEdge)) {
+        context.addIssue({
+          code: "custom",
+          message: `must be a comma-separated list of whole numbers between 1 and ${maxSupportedEdge}`,
+        });
+        return z.NEVER;
+      }
+      return [...new Set(widths.map(Number))].sort((a, b) => a - b);
+    });
+
 const secret = z.string({ error: "is not set" }).min(1, { message: "is not set" });
 
 /** Each variable's parser; the key is the variable's name in wrangler.toml or the secret's name. */
@@ -69,6 +91,7 @@ const settings = {
   PART_LIMIT_PER_MINUTE: positiveInteger(600),
   MULTIPART_MAX_HOURS: positiveInteger(24, maxMultipartHours),
   MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
+  IMAGE_WIDTHS: widthList([160, 320, 480, 640, 960, 1280, 1920]),
   TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
   PLATFORM_API_URL: optionalUrl,
   MEDIA_BASE_URL: optionalUrl,

@@ -140,10 +140,13 @@ async function hostAsMedia(
         if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };
         throw error;
       }
+      // The size in the object's metadata tells the media route, from its `head`, that narrower widths exist.
+      const { width, height } = converted;
       await putPieces(deps.bucket, mediaKey(storeId, upload.id, "webp"), converted.chunks, converted.size, {
         httpMetadata: { contentType: "image/webp" },
+        customMetadata: { width: String(width), height: String(height) },
       });
-      return { name: upload.filename, file_url: publicUrl("webp"), type: "image" };
+      return { name: upload.filename, file_url: publicUrl("webp"), type: "image", width, height };
     }
   }
 }

@@ -188,6 +188,9 @@ describe("PUT /media-uploads/{id}/parts/{part_number}", () => {
       name: "film.mp4",
       file_url: `${origin}/media/${owner.storeId}/${reservation.id}.mp4`,
       type: "video",
+      width: null,
+      height: null,
+      srcset: null,
     });
     expect(await hostedBytes(owner.storeId, reservation.id, "mp4")).toEqual(file);
     expect(await env.BUCKET.head(stagedKey(owner.storeId, reservation.id))).toBeNull();

@@ -489,6 +489,9 @@ describe("POST /media-uploads/{id}/complete", () => {
         name: `film.${ext}`,
         file_url: `${origin}/media/${storeId}/${reservation.id}.${ext}`,
         type: "video",
+        width: null,
+        height: null,
+        srcset: null,
       });
       const served = await env.BUCKET.get(mediaKey(storeId, reservation.id, ext));
       expect(new Uint8Array((await served?.arrayBuffer()) ?? new ArrayBuffer(0))).toEqual(bytes);
@@ -504,6 +507,9 @@ describe("POST /media-uploads/{id}/complete", () => {
       name: "clip.mp4",
       file_url: `${origin}/media/${storeId}/${reservation.id}.gif`,
       type: "image",
+      width: null,
+      height: null,
+      srcset: null,
     });
   });
 
@@ -675,6 +681,9 @@ describe("POST /media-uploads/{id}/complete", () => {
       name: "plik.bin",
       file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
       type: "video",
+      width: null,
+      height: null,
+      srcset: null,
     });
   });
 
@@ -683,10 +692,14 @@ describe("POST /media-uploads/{id}/complete", () => {
     const { storeId, reservation, response } = await host(bytes, { filename: "baner.png", content_type: "image/png" });
     expect(response.status).toBe(201);
     const body = await json<{ file_url: string; type: string }>(response);
+    const fileUrl = `${origin}/media/${storeId}/${reservation.id}.webp`;
     expect(body).toEqual({
       name: "baner.png",
-      file_url: `${origin}/media/${storeId}/${reservation.id}.webp`,
+      file_url: fileUrl,
       type: "image",
+      width: 300,
+      height: 200,
+      srcset: `${fileUrl}?width=160 160w, ${fileUrl} 300w`,
     });
     const stored = await env.BUCKET.get(mediaKey(storeId, reservation.id, "webp"));
     const head = new Uint8Array((await stored?.arrayBuffer()) ?? new ArrayBuffer(0)).subarray(0, 12);
@@ -703,7 +716,14 @@ describe("GET /media-uploads/{id}", () => {
       id: reservation.id,
       state: "completed",
       expires_at: reservation.expires_at,
-      result: { name: "plik.bin", file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`, type: "video" },
+      result: {
+        name: "plik.bin",
+        file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
+        type: "video",
+        width: null,
+        height: null,
+        srcset: null,
+      },
     });
   });
 
