@@ -61,7 +61,6 @@ export const mediaRoutes = createRouter()
       storeId,
       uploadId,
       extension,
-      serveObject,
     });
     if (narrower) return narrower;
     return serveObject(c.req.raw, c.env.BUCKET, mediaKey(storeId, match[1], match[2]), () => ({

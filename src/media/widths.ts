@@ -12,14 +12,6 @@ import { parseRange } from "./range";
  * from the hosted WebP, by the request that first asks for it, then served from the edge cache or R2.
  */
 
-/** Serves an R2 object the way the media route does (ETag, HEAD, Range, If-None-Match): routes.ts's serveObject. */
-export type ServeObject = (
-  request: Request,
-  bucket: R2Bucket,
-  key: string,
-  headersFor: (object: R2Object) => Record<string, string>,
-) => Promise<Response>;
-
 /** What the media route needs to answer a `?width=` request. */
 export type WidthRequest = {
   request: Request;
@@ -29,13 +21,19 @@ export type WidthRequest = {
   storeId: string;
   uploadId: string;
   extension: string;
-  serveObject: ServeObject;
 };
 
-const mediaHeaders = () => ({
-  "Cache-Control": "public, max-age=31536000, immutable",
-  "X-Content-Type-Options": "nosniff",
-});
+/** The hosted image's headers (media/routes.ts), for a variant of `size` bytes whose entity tag is `etag`. */
+function variantHeaders(etag: string, size: number): Headers {
+  return new Headers({
+    "Content-Type": "image/webp",
+    "Cache-Control": "public, max-age=31536000, immutable",
+    "X-Content-Type-Options": "nosniff",
+    ETag: etag,
+    "Accept-Ranges": "bytes",
+    "Content-Length": String(size),
+  });
+}
 
 /** How long a request waits for another request's generation of the same width before answering 503. */
 const waitLimitMs = 25_000;
@@ -88,62 +86,79 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
   // One cache entry per image and width, whatever else the query holds.
   const cacheKey = `${url.origin}${url.pathname}?width=${width}`;
   const cached = await caches.default.match(cacheKey);
-  if (cached) return answerFromCache(request, cached);
+  if (cached) return answer(request, cached.headers, cached);
 
   const key = mediaWidthKey(storeId, uploadId, width);
-  if (await env.BUCKET.head(key)) return serveStored(ask, key, cacheKey);
+  const stored = await env.BUCKET.get(key);
+  if (stored) return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
 
-  const size = await hostedSize(env.BUCKET, mediaKey(storeId, uploadId, "webp"));
-  if (!size || width >= size.width) return null;
-  return makeOnce(ask, width, { width, height: scaledHeight(size.width, size.height, width) }, key, cacheKey);
+  const hosted = await hostedImage(env.BUCKET, mediaKey(storeId, uploadId, "webp"));
+  if (!hosted || width >= hosted.width) return null;
+  const size = { width, height: scaledHeight(hosted.width, hosted.height, width) };
+  return makeOnce(ask, { width, key, cacheKey, size, hostedBytes: hosted.bytes });
 }
 
 /**
- * The size of a converted image, from its metadata (written by hosting), or for images hosted before it was
- * recorded from the WebP's first bytes; null when the object is absent or an animation (hosted unchanged).
+ * The size (and file size) of a converted image, from its metadata (written by hosting), or for images
+ * hosted before it was recorded from the WebP's first bytes; null when the object is absent or an
+ * animation (hosted unchanged).
  */
-async function hostedSize(bucket: R2Bucket, key: string): Promise<{ width: number; height: number } | null> {
+async function hostedImage(
+  bucket: R2Bucket,
+  key: string,
+): Promise<{ width: number; height: number; bytes: number } | null> {
   const head = await bucket.head(key);
   if (!head) return null;
   const width = Number(head.customMetadata?.width);
   const height = Number(head.customMetadata?.height);
-  if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
+  if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0)
+    return { width, height, bytes: head.size };
   const start = await bucket.get(key, { range: { offset: 0, length: 64 } });
   if (!start) return null;
   try {
     const header = readWebpHeader(new Uint8Array(await start.arrayBuffer()));
-    return header.animated ? null : { width: header.width, height: header.height };
+    return header.animated ? null : { width: header.width, height: header.height, bytes: head.size };
   } catch {
     return null; // not a WebP the pipeline could read: served as it is
   }
 }
 
-/** Serves the stored variant from R2 and, for a whole GET, keeps a copy in the edge cache. */
-async function serveStored(ask: WidthRequest, key: string, cacheKey: string): Promise<Response> {
-  const response = await ask.serveObject(ask.request, ask.env.BUCKET, key, mediaHeaders);
+/** Answers a stored variant (R2's, or one just made) and, for a whole GET, keeps a copy in the edge cache. */
+async function serveStored(
+  ask: WidthRequest,
+  cacheKey: string,
+  etag: string,
+  size: number,
+  body: Response,
+): Promise<Response> {
+  const headers = variantHeaders(etag, size);
+  const response = await answer(ask.request, headers, body);
   if (ask.request.method === "GET" && response.status === 200) {
     ask.waitUntil(caches.default.put(cacheKey, response.clone()));
   }
   return response;
 }
 
+type Variant = {
+  width: number;
+  key: string;
+  cacheKey: string;
+  size: { width: number; height: number };
+  /** The hosted image's file size. */
+  hostedBytes: number;
+};
+
 /**
  * Makes the variant unless another request is making it: the store's coordinator hands out one claim per
  * image and width; the others look for the stored result until it is there, and answer 503 if the attempt
  * they waited on failed. A failure stores nothing, so the next request tries again.
  */
-async function makeOnce(
-  ask: WidthRequest,
-  width: number,
-  size: { width: number; height: number },
-  key: string,
-  cacheKey: string,
-): Promise<Response> {
+async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> {
   try {
-    return await claimAndMake(ask, width, size, key, cacheKey);
+    return await claimAndMake(ask, variant);
   } catch (error) {
     // The coordinator or R2 failed: nothing was stored, the next request tries again.
-    logFailure(ask, width, error);
+    logFailure(ask, variant.width, error);
     return unavailable();
   }
 }
@@ -161,49 +176,63 @@ function logFailure(ask: WidthRequest, width: number, error: unknown): void {
   );
 }
 
-async function claimAndMake(
-  ask: WidthRequest,
-  width: number,
-  size: { width: number; height: number },
-  key: string,
-  cacheKey: string,
-): Promise<Response> {
+async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
   const { env, storeId, uploadId } = ask;
+  const { width, key, cacheKey } = variant;
   const coordinator = storeCoordinator(env, storeId);
   const claimKey = `${uploadId}/${width}`;
   const deadline = Date.now() + waitLimitMs;
   let waitedOn: number | null = null;
   let pause = 20;
+  const storedNow = async () => {
+    const stored = await env.BUCKET.get(key);
+    return stored && serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+  };
   for (;;) {
     const claim = await coordinator.claimWidth(claimKey, waitedOn);
     if (claim.verdict === "failed") return unavailable();
     if (claim.verdict === "make") {
-      let made = false;
+      let response: Response;
       try {
         // Stored between this request's look and its claim: nothing to make.
-        if (!(await env.BUCKET.head(key))) await make(env.BUCKET, mediaKey(storeId, uploadId, "webp"), key, size);
-        made = true;
+        const already = await storedNow();
+        if (already) response = already;
+        else {
+          const made = await make(env.BUCKET, mediaKey(storeId, uploadId, "webp"), variant);
+          response = await serveStored(ask, cacheKey, made.etag, made.bytes.length, new Response(made.bytes));
+        }
       } catch (error) {
         logFailure(ask, width, error);
+        await Promise.resolve(coordinator.finishWidth(claimKey, claim.attempt, false)).catch((failure) =>
+          logFailure(ask, width, failure),
+        );
+        return unavailable();
       }
-      // Unreported, the claim lapses after its lease and the next request takes it over.
-      await coordinator.finishWidth(claimKey, claim.attempt, made).catch((error) => logFailure(ask, width, error));
-      return made ? serveStored(ask, key, cacheKey) : unavailable();
+      // Reported in the background: the waiters look in R2, not at the claim; unreported, it lapses.
+      const finished = Promise.resolve(coordinator.finishWidth(claimKey, claim.attempt, true));
+      ask.waitUntil(finished.catch((error) => logFailure(ask, width, error)));
+      return response;
     }
     waitedOn = claim.attempt;
     if (Date.now() + pause > deadline) return unavailable();
     await new Promise((resolve) => setTimeout(resolve, pause));
     pause = Math.min(pause * 2, 250);
-    if (await env.BUCKET.head(key)) return serveStored(ask, key, cacheKey);
+    const stored = await storedNow();
+    if (stored) return stored;
   }
 }
 
-/** Decodes the hosted WebP scaled to `size`, encodes it as conversion does, and stores it at `key`. */
-async function make(bucket: R2Bucket, hostedKey: string, key: string, size: { width: number; height: number }) {
-  const hosted = await bucket.head(hostedKey);
-  if (!hosted) throw new Error(`hosted image missing at ${hostedKey}`);
+/**
+ * Decodes the hosted WebP scaled to the variant's size, encodes it as conversion does, and stores it; answers
+ * the bytes and R2's entity tag of them, so the first answer needs no read back.
+ */
+async function make(
+  bucket: R2Bucket,
+  hostedKey: string,
+  variant: Variant,
+): Promise<{ bytes: Uint8Array; etag: string }> {
   const input: ImageInput = {
-    size: hosted.size,
+    size: variant.hostedBytes,
     open: async () => {
       const object = await bucket.get(hostedKey);
       if (!object) throw new Error(`hosted image missing at ${hostedKey}`);
@@ -211,11 +240,12 @@ async function make(bucket: R2Bucket, hostedKey: string, key: string, size: { wi
     },
   };
   generations += 1;
-  const variant = await resizeHostedWebp(input, size);
-  await bucket.put(key, variant.bytes, {
+  const made = await resizeHostedWebp(input, variant.size);
+  const stored = await bucket.put(variant.key, made.bytes, {
     httpMetadata: { contentType: "image/webp" },
-    customMetadata: { width: String(variant.width), height: String(variant.height) },
+    customMetadata: { width: String(made.width), height: String(made.height) },
   });
+  return { bytes: made.bytes, etag: stored.httpEtag };
 }
 
 function unavailable(): Response {
@@ -226,33 +256,32 @@ function unavailable(): Response {
 }
 
 /**
- * Answers from the edge cache's copy, as the R2 path would: 304 for a matching If-None-Match, HEAD without
- * the body, a single byte range (the variant is small: the range is cut from its bytes).
+ * Answers a variant as the hosted image is answered (media/routes.ts): 304 for a matching If-None-Match, HEAD
+ * without the body, a single byte range (a variant is small: the range is cut from its bytes), else the whole.
+ * `headers` carry its ETag and Content-Length; `body` holds its bytes.
  */
-async function answerFromCache(request: Request, cached: Response): Promise<Response> {
-  const headers = new Headers(cached.headers);
+async function answer(request: Request, stored: Headers, body: Response): Promise<Response> {
+  const headers = new Headers(stored);
   const etag = headers.get("ETag");
   const size = Number(headers.get("Content-Length"));
-  if (etag !== null && request.headers.get("If-None-Match") === etag) {
+  const range = parseRange(request.headers.get("Range") ?? undefined, size);
+  const notModified = etag !== null && request.headers.get("If-None-Match") === etag;
+  if (notModified || range === "unsatisfiable" || request.method === "HEAD") await body.body?.cancel();
+  if (notModified) {
     headers.delete("Content-Length");
     return new Response(null, { status: 304, headers });
   }
-  const range = parseRange(request.headers.get("Range") ?? undefined, size);
   if (range === "unsatisfiable") {
     headers.delete("Content-Length");
     headers.set("Content-Range", `bytes */${size}`);
     return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
   }
-  if (request.method === "HEAD") {
-    if (range) {
-      headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${size}`);
-      headers.set("Content-Length", String(range.length));
-    }
-    return new Response(null, { status: range ? 206 : 200, headers });
+  if (range) {
+    headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${size}`);
+    headers.set("Content-Length", String(range.length));
   }
-  if (!range) return new Response(cached.body, { status: 200, headers });
-  const bytes = new Uint8Array(await cached.arrayBuffer());
-  headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${size}`);
-  headers.set("Content-Length", String(range.length));
+  if (request.method === "HEAD") return new Response(null, { status: range ? 206 : 200, headers });
+  if (!range) return new Response(body.body, { status: 200, headers });
+  const bytes = new Uint8Array(await body.arrayBuffer());
   return new Response(bytes.subarray(range.offset, range.offset + range.length), { status: 206, headers });
 }
