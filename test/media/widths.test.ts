@@ -292,6 +292,54 @@ describe("made once, then served from the cache or R2", () => {
     expect(retried.status).toBe(200);
     expect((await decodeWebp(await bytesOf(retried))).width).toBe(640);
   });
+  it("requests waiting on a failed attempt answer 503 too, without each decoding again", async () => {
+    const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
+    const key = mediaKey(storeId, uploadId, "webp");
+    const damaged = new Uint8Array((await (await env.BUCKET.get(key))?.arrayBuffer()) ?? new ArrayBuffer(0));
+    damaged.fill(0x55, 40);
+    await env.BUCKET.put(key, damaged, { customMetadata: { width: "1000", height: "600" } });
+    const before = widthGenerations();
+    const answers = await Promise.all(Array.from({ length: 4 }, () => fetchUrl(`${url}?width=480`)));
+    expect(answers.map((response) => response.status)).toEqual([503, 503, 503, 503]);
+    for (const response of answers) expect(response.headers.get("Retry-After")).toBeTruthy();
+    expect(widthGenerations() - before).toBe(1);
+  });
+
+  it("several widths of one image and other requests at once: every one answered, each width made once", async () => {
+    const { url } = await hostImage(quadrants(1200, 800), 1200, 800);
+    const before = widthGenerations();
+    const [narrow, middle, wide, hosted, ping] = await Promise.all([
+      fetchUrl(`${url}?width=320`),
+      fetchUrl(`${url}?width=640`),
+      fetchUrl(`${url}?width=960`),
+      fetchUrl(url),
+      fetchUrl(`${origin}/api/v1/_dev/ping`),
+    ]);
+    for (const [response, width] of [
+      [narrow, 320],
+      [middle, 640],
+      [wide, 960],
+    ] as const) {
+      expect(response.status).toBe(200);
+      expect((await decodeWebp(await bytesOf(response))).width).toBe(width);
+    }
+    expect(hosted.status).toBe(200);
+    expect(ping.status).toBe(204);
+    expect(widthGenerations() - before).toBe(3);
+  });
+
+  it("an image hosted before sizes were recorded (no metadata) gets its size from the WebP header", async () => {
+    const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
+    const key = mediaKey(storeId, uploadId, "webp");
+    const bytes = new Uint8Array((await (await env.BUCKET.get(key))?.arrayBuffer()) ?? new ArrayBuffer(0));
+    await env.BUCKET.put(key, bytes, { httpMetadata: { contentType: "image/webp" } });
+    const response = await fetchUrl(`${url}?width=480`);
+    expect(response.status).toBe(200);
+    const decoded = await decodeWebp(await bytesOf(response));
+    expect([decoded.width, decoded.height]).toEqual([480, 288]);
+    const same = await fetchUrl(`${url}?width=1280`);
+    expect(await bytesOf(same)).toEqual(bytes);
+  });
 });
 
 describe("width claims (the store coordinator's record of who makes a width)", () => {
