@@ -273,6 +273,7 @@ async function answer(request: Request, stored: Headers, body: Response): Promis
   }
   if (range === "unsatisfiable") {
     headers.delete("Content-Length");
+    headers.set("Content-Type", "application/json");
     headers.set("Content-Range", `bytes */${size}`);
     return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
   }

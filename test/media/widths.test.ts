@@ -232,6 +232,7 @@ describe("GET {file_url}?width=N", () => {
       expect(await bytesOf(range), label).toEqual(body.slice(10, 20));
       const unsatisfiable = await fetchUrl(variantUrl, { headers: { Range: `bytes=${body.length}-` } });
       expect(unsatisfiable.status, label).toBe(416);
+      expect(unsatisfiable.headers.get("Content-Range"), label).toBe(`bytes */${body.length}`);
       const revalidated = await fetchUrl(variantUrl, { headers: { "If-None-Match": `"${md5}"` } });
       expect(revalidated.status, label).toBe(304);
     };
