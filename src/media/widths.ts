@@ -183,35 +183,33 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
   const claimKey = `${uploadId}/${width}`;
   const deadline = Date.now() + waitLimitMs;
   let waitedOn: number | null = null;
+  let notStored = false;
   let pause = 20;
   const storedNow = async () => {
     const stored = await env.BUCKET.get(key);
     return stored && serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
   };
   for (;;) {
-    const claim = await coordinator.claimWidth(claimKey, waitedOn);
+    const claim = await coordinator.claimWidth(claimKey, waitedOn, notStored);
     if (claim.verdict === "failed") return unavailable();
+    if (claim.verdict === "stored") {
+      const stored = await storedNow();
+      if (stored) return stored;
+      notStored = true;
+      continue;
+    }
     if (claim.verdict === "make") {
-      let response: Response;
+      let made: { bytes: Uint8Array; etag: string };
       try {
-        // Stored between this request's look and its claim: nothing to make.
-        const already = await storedNow();
-        if (already) response = already;
-        else {
-          const made = await make(env.BUCKET, mediaKey(storeId, uploadId, "webp"), variant);
-          response = await serveStored(ask, cacheKey, made.etag, made.bytes.length, new Response(made.bytes));
-        }
+        made = await make(env.BUCKET, mediaKey(storeId, uploadId, "webp"), variant);
       } catch (error) {
         logFailure(ask, width, error);
-        await Promise.resolve(coordinator.finishWidth(claimKey, claim.attempt, false)).catch((failure) =>
-          logFailure(ask, width, failure),
-        );
+        await finish(ask, claimKey, claim.attempt, false);
         return unavailable();
       }
-      // Reported in the background: the waiters look in R2, not at the claim; unreported, it lapses.
-      const finished = Promise.resolve(coordinator.finishWidth(claimKey, claim.attempt, true));
-      ask.waitUntil(finished.catch((error) => logFailure(ask, width, error)));
-      return response;
+      // Stored and reported after the answer: requests waiting meanwhile find it in R2 once it is there.
+      ask.waitUntil(store(ask, variant, made.bytes).then((stored) => finish(ask, claimKey, claim.attempt, stored)));
+      return serveStored(ask, cacheKey, made.etag, made.bytes.length, new Response(made.bytes));
     }
     waitedOn = claim.attempt;
     if (Date.now() + pause > deadline) return unavailable();
@@ -222,9 +220,18 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
   }
 }
 
+/** Reports the end of an attempt to the coordinator; unreported (it failed), the claim lapses after its lease. */
+async function finish(ask: WidthRequest, claimKey: string, attempt: number, made: boolean): Promise<void> {
+  try {
+    await storeCoordinator(ask.env, ask.storeId).finishWidth(claimKey, attempt, made);
+  } catch (error) {
+    logFailure(ask, Number(claimKey.split("/")[1]), error);
+  }
+}
+
 /**
- * Decodes the hosted WebP scaled to the variant's size, encodes it as conversion does, and stores it; answers
- * the bytes and R2's entity tag of them, so the first answer needs no read back.
+ * Decodes the hosted WebP scaled to the variant's size and encodes it as conversion does; answers the bytes
+ * and their entity tag, R2's for a single put: the MD5 of the bytes, so the answer need not wait for the put.
  */
 async function make(
   bucket: R2Bucket,
@@ -240,12 +247,23 @@ async function make(
     },
   };
   generations += 1;
-  const made = await resizeHostedWebp(input, variant.size);
-  const stored = await bucket.put(variant.key, made.bytes, {
-    httpMetadata: { contentType: "image/webp" },
-    customMetadata: { width: String(made.width), height: String(made.height) },
-  });
-  return { bytes: made.bytes, etag: stored.httpEtag };
+  const { bytes } = await resizeHostedWebp(input, variant.size);
+  const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
+  return { bytes, etag: `"${[...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("")}"` };
+}
+
+/** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */
+async function store(ask: WidthRequest, variant: Variant, bytes: Uint8Array): Promise<boolean> {
+  try {
+    await ask.env.BUCKET.put(variant.key, bytes, {
+      httpMetadata: { contentType: "image/webp" },
+      customMetadata: { width: String(variant.size.width), height: String(variant.size.height) },
+    });
+    return true;
+  } catch (error) {
+    logFailure(ask, variant.width, error);
+    return false;
+  }
 }
 
 function unavailable(): Response {

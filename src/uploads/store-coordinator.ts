@@ -167,8 +167,8 @@ export class StoreCoordinator extends DurableObject<Env> {
   }
 
   /** `?width=` generation: whether this request makes variant `key` (see width-claims.ts). */
-  claimWidth(key: string, waitedOn: number | null, now = Date.now()): WidthClaim {
-    return this.widthClaims.claim(key, waitedOn, now);
+  claimWidth(key: string, waitedOn: number | null, notStored = false, now = Date.now()): WidthClaim {
+    return this.widthClaims.claim(key, waitedOn, now, notStored);
   }
 
   /** The end of a `?width=` generation this object handed out. */

@@ -48,6 +48,16 @@ async function cachedCopy(url: string): Promise<Response> {
   throw new Error(`no cached copy of ${url}`);
 }
 
+/** Waits until R2 holds `key` (a made width is stored after the answer, in the background). */
+async function storedObject(key: string): Promise<R2Object> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const found = await env.BUCKET.head(key);
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`nothing stored at ${key}`);
+}
+
 /** A WebP whose VP8X header announces an animation (what hosting keeps unchanged). */
 function animatedWebp(): Uint8Array {
   const text = (value: string) => Array.from(value, (char) => char.charCodeAt(0));
@@ -212,12 +222,12 @@ describe("GET {file_url}?width=N", () => {
     const check = async (label: string) => {
       const response = await fetchUrl(variantUrl);
       const body = await bytesOf(response);
-      const stored = await env.BUCKET.head(mediaWidthKey(storeId, uploadId, 640));
+      const stored = await storedObject(mediaWidthKey(storeId, uploadId, 640));
       const md5 = [...new Uint8Array(await crypto.subtle.digest("MD5", body))]
         .map((b) => b.toString(16).padStart(2, "0"))
         .join("");
       expect(response.headers.get("ETag"), label).toBe(`"${md5}"`);
-      expect(stored?.httpEtag, label).toBe(`"${md5}"`);
+      expect(stored.httpEtag, label).toBe(`"${md5}"`);
       expect(response.headers.get("Cache-Control"), label).toBe("public, max-age=31536000, immutable");
       expect(response.headers.get("Content-Length"), label).toBe(String(body.length));
       const head = await fetchUrl(variantUrl, { method: "HEAD" });
@@ -257,6 +267,7 @@ describe("made once, then served from the cache or R2", () => {
     const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
     const made = await bytesOf(await fetchUrl(`${url}?width=320`));
     await cachedCopy(`${url}?width=320`);
+    await storedObject(mediaWidthKey(storeId, uploadId, 320));
     const generated = widthGenerations();
     // Only the cache has it now.
     await env.BUCKET.delete(mediaWidthKey(storeId, uploadId, 320));
@@ -265,6 +276,7 @@ describe("made once, then served from the cache or R2", () => {
 
     const second = await bytesOf(await fetchUrl(`${url}?width=480`));
     await cachedCopy(`${url}?width=480`);
+    await storedObject(mediaWidthKey(storeId, uploadId, 480));
     // Only R2 has it now.
     await caches.default.delete(`${url}?width=480`);
     const fromR2 = await fetchUrl(`${url}?width=480`);
@@ -355,7 +367,11 @@ describe("width claims (the store coordinator's record of who makes a width)", (
     // A request that did not wait on the failed attempt tries again.
     expect(claims.claim("u/640", null, 12)).toEqual({ verdict: "make", attempt: 3 });
     claims.finish("u/640", 3, true, 20);
-    expect(claims.claim("u/640", null, 21)).toEqual({ verdict: "make", attempt: 4 });
+    // Made moments ago: read it; told so but found nothing (removed since): make it again.
+    expect(claims.claim("u/640", null, 21)).toEqual({ verdict: "stored" });
+    expect(claims.claim("u/640", null, 22, true)).toEqual({ verdict: "make", attempt: 4 });
+    claims.finish("u/640", 4, true, 30);
+    expect(claims.claim("u/640", null, 30 + widthClaimMs)).toEqual({ verdict: "make", attempt: 5 });
   });
 
   it("a claim whose holder never reports is taken over after its lease, and the stale report is ignored", () => {
