@@ -33,7 +33,7 @@ import {
   writeBlock,
 } from "./bench-lib.mjs";
 
-const COLD_ROUNDS = 5;
+const COLD_ROUNDS = 7;
 const COLD_WIDTHS = [640, 1280];
 const WARM_ROUNDS = 3;
 const CONNECTIONS = 10;

@@ -89,35 +89,36 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
   if (cached) return answer(request, cached.headers, cached);
 
   const key = mediaWidthKey(storeId, uploadId, width);
-  const stored = await env.BUCKET.get(key);
-  if (stored) return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
-
-  const hosted = await hostedImage(env.BUCKET, mediaKey(storeId, uploadId, "webp"));
-  if (!hosted || width >= hosted.width) return null;
-  const size = { width, height: scaledHeight(hosted.width, hosted.height, width) };
-  return makeOnce(ask, { width, key, cacheKey, size, hostedBytes: hosted.bytes });
+  const hostedKey = mediaKey(storeId, uploadId, "webp");
+  // Both at once: a stored variant is answered; otherwise the hosted image is what gets decoded.
+  const [stored, hosted] = await Promise.all([env.BUCKET.get(key), env.BUCKET.get(hostedKey)]);
+  if (stored) {
+    await hosted?.body.cancel();
+    return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+  }
+  if (!hosted) return null;
+  const source = await hostedSize(env.BUCKET, hosted);
+  if (!source || width >= source.width) {
+    await hosted.body.cancel();
+    return null;
+  }
+  const size = { width, height: scaledHeight(source.width, source.height, width) };
+  return makeOnce(ask, { width, key, cacheKey, size, hosted, hostedKey });
 }
 
 /**
- * The size (and file size) of a converted image, from its metadata (written by hosting), or for images
- * hosted before it was recorded from the WebP's first bytes; null when the object is absent or an
- * animation (hosted unchanged).
+ * The size of a converted image, from its metadata (written by hosting), or for images hosted before it was
+ * recorded from the WebP's first bytes; null for an animation (hosted unchanged) or an unreadable file.
  */
-async function hostedImage(
-  bucket: R2Bucket,
-  key: string,
-): Promise<{ width: number; height: number; bytes: number } | null> {
-  const head = await bucket.head(key);
-  if (!head) return null;
-  const width = Number(head.customMetadata?.width);
-  const height = Number(head.customMetadata?.height);
-  if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0)
-    return { width, height, bytes: head.size };
-  const start = await bucket.get(key, { range: { offset: 0, length: 64 } });
+async function hostedSize(bucket: R2Bucket, hosted: R2Object): Promise<{ width: number; height: number } | null> {
+  const width = Number(hosted.customMetadata?.width);
+  const height = Number(hosted.customMetadata?.height);
+  if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
+  const start = await bucket.get(hosted.key, { range: { offset: 0, length: 64 } });
   if (!start) return null;
   try {
     const header = readWebpHeader(new Uint8Array(await start.arrayBuffer()));
-    return header.animated ? null : { width: header.width, height: header.height, bytes: head.size };
+    return header.animated ? null : { width: header.width, height: header.height };
   } catch {
     return null; // not a WebP the pipeline could read: served as it is
   }
@@ -144,8 +145,9 @@ type Variant = {
   key: string;
   cacheKey: string;
   size: { width: number; height: number };
-  /** The hosted image's file size. */
-  hostedBytes: number;
+  /** The hosted image, its body open: the decoder reads it if this request makes the width. */
+  hosted: R2ObjectBody;
+  hostedKey: string;
 };
 
 /**
@@ -160,6 +162,9 @@ async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> 
     // The coordinator or R2 failed: nothing was stored, the next request tries again.
     logFailure(ask, variant.width, error);
     return unavailable();
+  } finally {
+    // Read by the decoder when this request made the width; otherwise never read.
+    if (!variant.hosted.bodyUsed) await variant.hosted.body.cancel().catch(() => {});
   }
 }
 
@@ -201,7 +206,7 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
     if (claim.verdict === "make") {
       let made: { bytes: Uint8Array; etag: string };
       try {
-        made = await make(env.BUCKET, mediaKey(storeId, uploadId, "webp"), variant);
+        made = await make(env.BUCKET, variant);
       } catch (error) {
         logFailure(ask, width, error);
         await finish(ask, claimKey, claim.attempt, false);
@@ -233,14 +238,13 @@ async function finish(ask: WidthRequest, claimKey: string, attempt: number, made
  * Decodes the hosted WebP scaled to the variant's size and encodes it as conversion does; answers the bytes
  * and their entity tag, R2's for a single put: the MD5 of the bytes, so the answer need not wait for the put.
  */
-async function make(
-  bucket: R2Bucket,
-  hostedKey: string,
-  variant: Variant,
-): Promise<{ bytes: Uint8Array; etag: string }> {
+async function make(bucket: R2Bucket, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
+  const { hosted, hostedKey } = variant;
   const input: ImageInput = {
-    size: variant.hostedBytes,
+    size: hosted.size,
+    // The body already open, then (should the decoder read again) a new one.
     open: async () => {
+      if (!hosted.bodyUsed) return hosted.body;
       const object = await bucket.get(hostedKey);
       if (!object) throw new Error(`hosted image missing at ${hostedKey}`);
       return object.body;
