@@ -782,6 +782,21 @@ export interface components {
       file_url: string;
       /** @enum {string} */
       type: "image" | "video" | "file";
+      /**
+       * @description Width in pixels of a converted image (hosted as WebP); null for every other result
+       * @example 2560
+       */
+      width: number | null;
+      /**
+       * @description Height in pixels of a converted image; null for every other result
+       * @example 1707
+       */
+      height: number | null;
+      /**
+       * @description For a converted image, an `<img srcset>` value: each configured width below the image's (`IMAGE_WIDTHS`) as `{file_url}?width=N Nw`, then `{file_url} {width}w`, joined by `, `. `{file_url}?width=N` is the image N pixels wide. Null for every other result.
+       * @example https://media.example.com/3f0c…/9a1e….webp?width=640 640w, https://media.example.com/3f0c…/9a1e….webp 2560w
+       */
+      srcset: string | null;
     };
     UploadStatus: {
       /** Format: uuid */

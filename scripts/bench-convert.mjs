@@ -91,7 +91,7 @@ const wasmAsModule = {
 };
 
 /** The tests' image helpers (MozJPEG encoder, photo-like pixels), bundled for Node. */
-async function loadImageHelpers() {
+export async function loadImageHelpers() {
   const work = await mkdtemp(join(tmpdir(), "bench-convert-"));
   const removeWork = () => rm(work, { recursive: true, force: true });
   const unregister = onAbort(removeWork);

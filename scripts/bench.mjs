@@ -9,9 +9,11 @@
 //   5. publish: a large product's publish, its latency and D1 statements (bench-publish.mjs)
 //   6. latency from far away: round trips per route cold and warm, and reads with every D1 and Durable
 //      Object call delayed by 50 ms (bench-latency.mjs; docs/latency.md)
+//   7. responsive widths: a cold `?width=N` beside sharp, warm reads beside the trivial route, bytes per
+//      width (bench-widths.mjs; docs/responsive-images.md)
 //
 // Every part can also run alone (`npm run bench:requests`, `bench:convert`, `bench:upload`,
-// `bench:subscriptions`, `bench:publish`), rewriting only its own block. Here one `wrangler dev` serves
+// `bench:subscriptions`, `bench:publish`, `bench:widths`), rewriting only its own block. Here one `wrangler dev` serves
 // parts 1, 3 and 5, one counting Worker (scripts/bench-worker.ts) the statement counts and the upload's
 // decomposition, and part 2 starts its own (one for speed, then a fresh one per input, so each memory
 // figure is that of a fresh isolate). Everything listens on 127.0.0.1 and lives in throwaway directories.
@@ -68,8 +70,9 @@ import {
   uploadHeading,
   uploadSection,
 } from "./bench-upload.mjs";
+import { measureWidths, widthsFixture, widthsHeading, widthsSection } from "./bench-widths.mjs";
 
-const RUN_LIMIT_MS = 35 * 60_000;
+const RUN_LIMIT_MS = 38 * 60_000;
 const MINUTE = 60_000;
 
 installWatchdog(RUN_LIMIT_MS);
@@ -88,6 +91,7 @@ let publishCount;
 let streamSteps;
 let inserts;
 let latency;
+let widths;
 await runMain(async () => {
   facts = await machineFacts();
   log(`machine: ${machineLine(facts)}`);
@@ -128,6 +132,10 @@ await runMain(async () => {
   ));
   inserts = await step("5. expected inserts", MINUTE, () => expectedInserts());
   latency = await step("6. latency from far away", 6 * MINUTE, () => benchLatency());
+  log("7. responsive widths");
+  widths = await step("7. responsive widths", 8 * MINUTE, () =>
+    withBenchServer({ fixture: widthsFixture() }, measureWidths),
+  );
 
   const duration = elapsedSeconds();
   await writeBlock("bench-requests", requestsHeading, requestsSection(requests, requestCounts, facts));
@@ -137,6 +145,7 @@ await runMain(async () => {
   await writeBlock("bench-subscriptions", subscriptionsHeading, subscriptionsSection(subscriptions, facts));
   await writeBlock("bench-publish", publishHeading, publishSection(publish, publishCount, inserts, facts));
   await writeBlock("latency", "## 6. Latency from far away (round trips, injected delay)", latency.report);
+  await writeBlock("bench-widths", widthsHeading, widthsSection(widths, facts));
   console.log(`\n${summary(duration)}\n`);
   log("wrote docs/benchmarks.md");
 });

@@ -58,22 +58,39 @@ const onOff = (fallback: "on" | "off") =>
     .refine((value) => value === "on" || value === "off" || value === "", { message: 'must be "on" or "off"' })
     .transform((value) => (value === "" ? fallback : value) === "on");
 
-/** A comma-separated list of whole seconds (each 0 to a day), at least one; empty or unset is `fallback`. */
-const secondsList = (fallback: number[]) =>
+/**
+ * A comma-separated list of whole numbers from `min` to `max` (at least one), in the order given; empty or unset
+ * is `fallback`. `unit` names them in the message ("whole seconds up to 86400").
+ */
+const wholeNumberList = (fallback: number[], { min, max, unit }: { min: number; max: number; unit: string }) =>
   z
     .string()
     .trim()
     .default("")
     .transform((value, context) => {
       if (value === "") return fallback;
-      const parts = value.split(",").map((part) => part.trim());
-      const seconds = parts.map((part) => (/^\d{1,6}$/.test(part) ? Number(part) : Number.NaN));
-      if (seconds.some((item) => !Number.isInteger(item) || item > 86_400)) {
-        context.addIssue({ code: "custom", message: "must be a comma-separated list of whole seconds up to 86400" });
+      const items = value.split(",").map((item) => item.trim());
+      if (items.some((item) => !/^\d{1,6}$/.test(item) || Number(item) < min || Number(item) > max)) {
+        context.addIssue({ code: "custom", message: `must be a comma-separated list of ${unit}` });
         return z.NEVER;
       }
-      return seconds;
+      return items.map(Number);
     });
+
+/** Seconds before each retry (each 0 to a day). */
+const secondsList = (fallback: number[]) =>
+  wholeNumberList(fallback, { min: 0, max: 86_400, unit: "whole seconds up to 86400" });
+
+/**
+ * The widths a converted image is served at with `?width=`: whole numbers from 1 to the largest edge the
+ * conversion supports, kept sorted and without repeats.
+ */
+const widthList = (fallback: number[]) =>
+  wholeNumberList(fallback, {
+    min: 1,
+    max: maxSupportedEdge,
+    unit: `whole numbers between 1 and ${maxSupportedEdge}`,
+  }).transform((widths) => [...new Set(widths)].sort((x, y) => x - y));
 
 const secret = z.string({ error: "is not set" }).min(1, { message: "is not set" });
 
@@ -90,6 +107,7 @@ const settings = {
   PART_LIMIT_PER_MINUTE: positiveInteger(600),
   MULTIPART_MAX_HOURS: positiveInteger(24, maxMultipartHours),
   MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
+  IMAGE_WIDTHS: widthList([160, 320, 480, 640, 960, 1280, 1920]),
   TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
   PLATFORM_API_URL: optionalUrl,
   MEDIA_BASE_URL: optionalUrl,

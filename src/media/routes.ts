@@ -1,4 +1,5 @@
 import { setting } from "../config";
+import { inBackground } from "../http/background";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
 import { resolveHosted } from "../uploads/in-place";
@@ -6,6 +7,7 @@ import { mediaKey, privateFileKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";
 import { verifyFileSignature } from "./signing";
+import { serveWidth } from "./widths";
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const notFound = () => new ApiError(404, messages.notFound);
@@ -55,6 +57,17 @@ export const mediaRoutes = createRouter()
     const { storeId, file } = c.req.param();
     const match = /^([0-9a-f-]{36})\.([a-z0-9]{2,5})$/.exec(file);
     if (!uuid.test(storeId) || !match?.[1] || !uuid.test(match[1]) || !match[2]) throw notFound();
+    const [uploadId, extension] = [match[1], match[2]];
+    // `?width=N` of a converted image (widths.ts); null serves the object as it is.
+    const narrower = await serveWidth({
+      request: c.req.raw,
+      env: c.env,
+      waitUntil: (task) => inBackground(c, task),
+      storeId,
+      uploadId,
+      extension,
+    });
+    if (narrower) return narrower;
     return serveObject(c.req.raw, c.env.BUCKET, mediaKey(storeId, match[1], match[2]), () => ({
       "Cache-Control": "public, max-age=31536000, immutable",
       "X-Content-Type-Options": "nosniff",

@@ -77,9 +77,17 @@ export async function hostUpload(
     // A complete that died after writing the WebP and deleting the original, before it was recorded:
     // the WebP is the result.
     const webp = mediaKey(storeId, upload.id, "webp");
-    if (upload.type === "image" && upload.hostedKey === webp && (await deps.bucket.head(webp))) {
+    const written = upload.type === "image" && upload.hostedKey === webp ? await deps.bucket.head(webp) : null;
+    if (written) {
+      const { width, height } = written.customMetadata ?? {};
       return {
-        hosted: { name: upload.filename, file_url: publicMediaUrl(deps, storeId, upload.id, "webp"), type: "image" },
+        hosted: {
+          name: upload.filename,
+          file_url: publicMediaUrl(deps, storeId, upload.id, "webp"),
+          type: "image",
+          width: Number(width),
+          height: Number(height),
+        },
       };
     }
     throw new Error(`staged bytes missing at ${key}`);
@@ -165,12 +173,15 @@ async function hostAsMedia(
       }
       const webp = mediaKey(storeId, upload.id, "webp");
       await deps.beforeWrite(webp);
+      // The size in the object's metadata tells the media route, from its `head`, that narrower widths exist.
+      const { width, height } = converted;
       await putPieces(deps.bucket, webp, converted.chunks, converted.size, {
         httpMetadata: { contentType: "image/webp" },
+        customMetadata: { width: String(width), height: String(height) },
       });
       // The WebP is what is hosted: the original's bytes are not kept.
       await deps.bucket.delete(staged.object.key);
-      return { name: upload.filename, file_url: publicUrl("webp"), type: "image" };
+      return { name: upload.filename, file_url: publicUrl("webp"), type: "image", width, height };
     }
   }
 }

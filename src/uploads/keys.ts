@@ -10,6 +10,11 @@ export function mediaKey(storeId: string, uploadId: string, extension: string): 
   return `media/${storeId}/${uploadId}.${extension}`;
 }
 
+/** A converted image re-encoded `width` pixels wide, served at its public URL with `?width=`. */
+export function mediaWidthKey(storeId: string, uploadId: string, width: number): string {
+  return `media-widths/${storeId}/${uploadId}/${width}.webp`;
+}
+
 /** Private files, served only with a valid signature. */
 export function privateFileKey(storeId: string, uploadId: string): string {
   return `files/${storeId}/${uploadId}`;

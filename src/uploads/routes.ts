@@ -19,6 +19,7 @@ import { assembleParts, storePart } from "./parts";
 import { maxParts, planParts } from "./parts-state";
 import { countPartMiss, partLimit, putLimit } from "./put-limits";
 import { isHeifMediaType, isSvgMediaType } from "./sniff";
+import { publishedFile } from "./srcset";
 import { storeBody } from "./staging";
 import { type CompleteTicket, partEtag } from "./store-coordinator";
 import type { HostedFile } from "./upload-state";
@@ -125,7 +126,25 @@ const Reservation = z
   .openapi("UploadReservation");
 
 const HostedFileSchema = z
-  .object({ name: z.string(), file_url: z.string(), type: z.enum(["image", "video", "file"]) })
+  .object({
+    name: z.string(),
+    file_url: z.string(),
+    type: z.enum(["image", "video", "file"]),
+    width: z.number().int().nullable().openapi({
+      description: "Width in pixels of a converted image (hosted as WebP); null for every other result",
+      example: 2560,
+    }),
+    height: z.number().int().nullable().openapi({
+      description: "Height in pixels of a converted image; null for every other result",
+      example: 1707,
+    }),
+    srcset: z.string().nullable().openapi({
+      description:
+        "For a converted image, an `<img srcset>` value: each configured width below the image's (`IMAGE_WIDTHS`) as `{file_url}?width=N Nw`, then `{file_url} {width}w`, joined by `, `. `{file_url}?width=N` is the image N pixels wide. Null for every other result.",
+      example:
+        "https://media.example.com/3f0c…/9a1e….webp?width=640 640w, https://media.example.com/3f0c…/9a1e….webp 2560w",
+    }),
+  })
   .openapi("HostedFile");
 
 const UploadedPart = z
@@ -486,10 +505,11 @@ export function uploadRoutes(apiBasePath: string) {
         const { id } = c.req.valid("param");
         const storeId = c.var.caller.storeId;
         const coordinator = storeCoordinator(c.env, storeId);
+        const widths = setting(c.env, "IMAGE_WIDTHS"); // read first: a malformed list changes nothing
         const upload = unwrap(await coordinator.beginComplete(id), id);
         const completing = hostWithinLimit(c, coordinator, storeId, upload);
         inBackground(c, completing); // nor a client gone mid-conversion `processing`
-        return c.json(await completing, 201);
+        return c.json(publishedFile(await completing, widths), 201);
       },
     )
     .openapi(
@@ -512,7 +532,8 @@ export function uploadRoutes(apiBasePath: string) {
         const { id } = c.req.valid("param");
         const view = await storeCoordinator(c.env, c.var.caller.storeId).view(id);
         if (!view) throw uploadNotFound(id);
-        const { multipart, parts, ...single } = view;
+        const { multipart, parts, result, ...rest } = view;
+        const single = { ...rest, result: result && publishedFile(result, setting(c.env, "IMAGE_WIDTHS")) };
         if (!multipart || !parts) return c.json(single, 200);
         const partUrl = `${uploadUrl(c, apiBasePath, id)}/parts/{part_number}`;
         return c.json({ ...single, multipart: { ...multipart, part_url: partUrl }, parts }, 200);

@@ -19,6 +19,7 @@ import {
   type Transition,
   type UploadRecord,
 } from "./upload-state";
+import { type WidthClaim, WidthClaims } from "./width-claims";
 
 /**
  * How many lapsed uploads one alarm run removes: one R2 delete call takes at most 1000 keys, and a
@@ -150,6 +151,7 @@ function storedParts(parts: readonly PartRecord[]): StoredPart[] {
 export class StoreCoordinator extends DurableObject<Env> {
   private readonly sql = this.ctx.storage.sql;
   private readonly completeCounter: FixedWindowCounter;
+  private readonly widthClaims = new WidthClaims();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -176,6 +178,16 @@ export class StoreCoordinator extends DurableObject<Env> {
   /** Counts one complete call of the store against its limit. */
   consumeCompleteLimit(limit: number, windowSeconds = 60): LimitVerdict {
     return this.completeCounter.consume("complete", limit, windowSeconds * 1000);
+  }
+
+  /** `?width=` generation: whether this request makes variant `key` (see width-claims.ts). */
+  claimWidth(key: string, waitedOn: number | null, notStored = false, now = Date.now()): WidthClaim {
+    return this.widthClaims.claim(key, waitedOn, now, notStored);
+  }
+
+  /** The end of a `?width=` generation this object handed out. */
+  finishWidth(key: string, attempt: number, made: boolean, now = Date.now()): void {
+    this.widthClaims.finish(key, attempt, made, now);
   }
 
   /** Records a new reservation (with its R2 multipart upload, if it takes parts) and makes sure the alarm will clean it up. */

@@ -14,8 +14,17 @@
 export type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
 export type PublicUploadState = "reserved" | "stored" | "completed";
 
-/** The hosted file result of a completed upload. */
-export type HostedFile = { name: string; file_url: string; type: "image" | "video" | "file" };
+/**
+ * The hosted file result of a completed upload. A converted image also records its size (absent on every
+ * other result, and on images converted before sizes were recorded); the answer adds `srcset` from it.
+ */
+export type HostedFile = {
+  name: string;
+  file_url: string;
+  type: "image" | "video" | "file";
+  width?: number;
+  height?: number;
+};
 
 /** How a multipart upload is cut, and where its parts live in R2 until complete assembles them. */
 export type MultipartState = {

@@ -196,6 +196,9 @@ describe("PUT /media-uploads/{id}/parts/{part_number}", () => {
       name: "film.mp4",
       file_url: `${origin}/media/${owner.storeId}/${reservation.id}.mp4`,
       type: "video",
+      width: null,
+      height: null,
+      srcset: null,
     });
     expect(await servedDigest(owner.storeId, reservation.id, "mp4")).toBe(await digest(file));
     // Hosted in place: the assembled bytes stay where the parts became one object, the hosted key names them.

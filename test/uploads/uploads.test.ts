@@ -500,6 +500,9 @@ describe("POST /media-uploads/{id}/complete", () => {
         name: `film.${ext}`,
         file_url: `${origin}/media/${storeId}/${reservation.id}.${ext}`,
         type: "video",
+        width: null,
+        height: null,
+        srcset: null,
       });
       const served = await exports.default.fetch(`${origin}/media/${storeId}/${reservation.id}.${ext}`);
       expect(served.headers.get("Content-Type"), ext).toBe(mime);
@@ -515,6 +518,9 @@ describe("POST /media-uploads/{id}/complete", () => {
       name: "clip.mp4",
       file_url: `${origin}/media/${storeId}/${reservation.id}.gif`,
       type: "image",
+      width: null,
+      height: null,
+      srcset: null,
     });
   });
 
@@ -686,6 +692,9 @@ describe("POST /media-uploads/{id}/complete", () => {
       name: "plik.bin",
       file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
       type: "video",
+      width: null,
+      height: null,
+      srcset: null,
     });
   });
 
@@ -694,10 +703,14 @@ describe("POST /media-uploads/{id}/complete", () => {
     const { storeId, reservation, response } = await host(bytes, { filename: "baner.png", content_type: "image/png" });
     expect(response.status).toBe(201);
     const body = await json<{ file_url: string; type: string }>(response);
+    const fileUrl = `${origin}/media/${storeId}/${reservation.id}.webp`;
     expect(body).toEqual({
       name: "baner.png",
-      file_url: `${origin}/media/${storeId}/${reservation.id}.webp`,
+      file_url: fileUrl,
       type: "image",
+      width: 300,
+      height: 200,
+      srcset: `${fileUrl}?width=160 160w, ${fileUrl} 300w`,
     });
     const stored = await env.BUCKET.get(mediaKey(storeId, reservation.id, "webp"));
     const head = new Uint8Array((await stored?.arrayBuffer()) ?? new ArrayBuffer(0)).subarray(0, 12);
@@ -714,7 +727,14 @@ describe("GET /media-uploads/{id}", () => {
       id: reservation.id,
       state: "completed",
       expires_at: reservation.expires_at,
-      result: { name: "plik.bin", file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`, type: "video" },
+      result: {
+        name: "plik.bin",
+        file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
+        type: "video",
+        width: null,
+        height: null,
+        srcset: null,
+      },
     });
   });
 

@@ -232,6 +232,28 @@ export async function convertToWebp(
   }
 }
 
+/**
+ * Re-encodes a hosted (converted, still) WebP at exactly `size`, smaller than it: the narrower widths of
+ * `?width=`. The same lock, memory admission, decoder (libwebp scaled straight to the size) and quality as
+ * `convertToWebp`; the hosted image is upright already, so no orientation is applied.
+ */
+export async function resizeHostedWebp(
+  input: ImageInput,
+  size: { width: number; height: number },
+  options: { quality?: number } = {},
+): Promise<ConvertedImage> {
+  const { quality = 80 } = options;
+  const { width, height } = size;
+  if (![width, height].every((edge) => Number.isInteger(edge) && edge >= 1 && edge <= maxSupportedEdge))
+    throw new RangeError(`the size must be whole numbers between 1 and ${maxSupportedEdge}`);
+  const ticket = await acquireLock();
+  try {
+    return await convertNow(input, "webp", Math.max(width, height), quality, () => progress(ticket), size);
+  } finally {
+    releaseLock(ticket);
+  }
+}
+
 /** The decoded, reduced image: RGBA `width × height` at `pointer` in the codec's memory. */
 type Target = { pointer: number; width: number; height: number };
 
@@ -242,6 +264,8 @@ type Context = {
   scratch(size: number): Uint8Array;
   scratchLeft(): number;
   maxEdge: number;
+  /** An exact output size instead of fitting `maxEdge` (WebP input only: `resizeHostedWebp`). */
+  size: { width: number; height: number } | null;
   tick: () => void;
   /** The target, once allocated (freed by the encoder, or here on failure). */
   target: Target | null;
@@ -253,6 +277,7 @@ async function convertNow(
   maxEdge: number,
   quality: number,
   tick: () => void,
+  size: { width: number; height: number } | null = null,
 ): Promise<ConvertedImage> {
   const current = getCodecs();
   let used = 0;
@@ -268,6 +293,7 @@ async function convertNow(
     },
     scratchLeft: () => scratchBlockBytes - used,
     maxEdge,
+    size,
     tick,
     target: null,
   };
@@ -625,7 +651,7 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
     if (header.animated)
       throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
     refuseSourcePixels(header.width, header.height);
-    const target = fitWithin(header.width, header.height, context.maxEdge);
+    const target = context.size ?? fitWithin(header.width, header.height, context.maxEdge);
     const features = codec.features(file, size);
     if (!features) throw new UnconvertibleImageError("The WebP file is damaged: its header cannot be read.");
     // Decoding holds the file, the target and libwebp's work per source pixel (measured: none for lossy

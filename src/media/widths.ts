@@ -1,0 +1,310 @@
+import { setting } from "../config";
+import { ApiError } from "../http/errors";
+import { type ImageInput, resizeHostedWebp } from "../uploads/convert";
+import { readWebpHeader } from "../uploads/convert/webp-header";
+import { storeCoordinator } from "../uploads/coordinator";
+import { mediaKey, mediaWidthKey } from "../uploads/keys";
+import { uploadMessages } from "../uploads/messages";
+import { parseRange } from "./range";
+
+/**
+ * `{file_url}?width=N`: a converted image re-encoded N pixels wide (docs/responsive-images.md). Made once
+ * from the hosted WebP, by the request that first asks for it, then served from the edge cache or R2.
+ */
+
+/** What the media route needs to answer a `?width=` request. */
+export type WidthRequest = {
+  request: Request;
+  env: Env;
+  /** Keeps the edge-cache write alive after the answer (the execution context's waitUntil). */
+  waitUntil: (promise: Promise<unknown>) => void;
+  storeId: string;
+  uploadId: string;
+  extension: string;
+};
+
+/** The hosted image's headers (media/routes.ts), for a variant of `size` bytes whose entity tag is `etag`. */
+function variantHeaders(etag: string, size: number): Headers {
+  return new Headers({
+    "Content-Type": "image/webp",
+    "Cache-Control": "public, max-age=31536000, immutable",
+    "X-Content-Type-Options": "nosniff",
+    ETag: etag,
+    "Accept-Ranges": "bytes",
+    "Content-Length": String(size),
+  });
+}
+
+/** How long a request waits for another request's generation of the same width before answering 503. */
+const waitLimitMs = 25_000;
+/** Seconds a 503 asks the client to wait before trying again. */
+const retryAfterSeconds = 2;
+
+export const widthMessages = {
+  unsupported: (widths: number[]) => `Unsupported width. Use one of: ${widths.join(", ")}.`,
+  failed:
+    "The image could not be made at this width just now. Nothing was stored; please try again in a moment (see Retry-After).",
+};
+
+let generations = 0;
+
+/** How many widths this isolate has made (hosted images decoded): tests and the benchmark count with it. */
+export function widthGenerations(): number {
+  return generations;
+}
+
+/**
+ * The `width` asked for, or null when the request has none. Anything but exactly one `width` parameter that
+ * is one of the configured widths in plain decimal is 400, naming the widths.
+ */
+export function requestedWidth(url: URL, widths: number[]): number | null {
+  const values = url.searchParams.getAll("width");
+  if (values.length === 0) return null;
+  const [value] = values;
+  const width = values.length === 1 && value !== undefined && /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
+  if (!widths.includes(width)) throw new ApiError(400, widthMessages.unsupported(widths));
+  return width;
+}
+
+/** The height of an image `width × height` scaled to `target` pixels wide (at least 1). */
+export function scaledHeight(width: number, height: number, target: number): number {
+  return Math.max(1, Math.round((height * target) / width));
+}
+
+/**
+ * The `?width=` hook of the public media route: the answer for the asked width, or null to serve what the
+ * route serves without it (no `width`; media without narrower widths: video, animations; a width at or
+ * above the image's own).
+ */
+export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
+  const { request, env, storeId, uploadId, extension } = ask;
+  const url = new URL(request.url);
+  if (!url.searchParams.has("width")) return null;
+  const width = requestedWidth(url, setting(env, "IMAGE_WIDTHS"));
+  if (width === null || extension !== "webp") return null;
+
+  // One cache entry per image and width, whatever else the query holds.
+  const cacheKey = `${url.origin}${url.pathname}?width=${width}`;
+  const cached = await caches.default.match(cacheKey);
+  if (cached) return answer(request, cached.headers, cached);
+
+  const key = mediaWidthKey(storeId, uploadId, width);
+  const hostedKey = mediaKey(storeId, uploadId, "webp");
+  // Both at once: a stored variant is answered; otherwise the hosted image is what gets decoded.
+  const [stored, hosted] = await Promise.all([env.BUCKET.get(key), env.BUCKET.get(hostedKey)]);
+  if (stored) {
+    await hosted?.body.cancel();
+    return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+  }
+  if (!hosted) return null;
+  const source = await hostedSize(env.BUCKET, hosted);
+  if (!source || width >= source.width) {
+    await hosted.body.cancel();
+    return null;
+  }
+  const size = { width, height: scaledHeight(source.width, source.height, width) };
+  return makeOnce(ask, { width, key, cacheKey, size, hosted, hostedKey });
+}
+
+/**
+ * The size of a converted image, from its metadata (written by hosting), or for images hosted before it was
+ * recorded from the WebP's first bytes; null for an animation (hosted unchanged) or an unreadable file.
+ */
+async function hostedSize(bucket: R2Bucket, hosted: R2Object): Promise<{ width: number; height: number } | null> {
+  const width = Number(hosted.customMetadata?.width);
+  const height = Number(hosted.customMetadata?.height);
+  if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
+  const start = await bucket.get(hosted.key, { range: { offset: 0, length: 64 } });
+  if (!start) return null;
+  try {
+    const header = readWebpHeader(new Uint8Array(await start.arrayBuffer()));
+    return header.animated ? null : { width: header.width, height: header.height };
+  } catch {
+    return null; // not a WebP the pipeline could read: served as it is
+  }
+}
+
+/** Answers a stored variant (R2's, or one just made) and, for a whole GET, keeps a copy in the edge cache. */
+async function serveStored(
+  ask: WidthRequest,
+  cacheKey: string,
+  etag: string,
+  size: number,
+  body: Response,
+): Promise<Response> {
+  const headers = variantHeaders(etag, size);
+  const response = await answer(ask.request, headers, body);
+  if (ask.request.method === "GET" && response.status === 200) {
+    ask.waitUntil(caches.default.put(cacheKey, response.clone()));
+  }
+  return response;
+}
+
+type Variant = {
+  width: number;
+  key: string;
+  cacheKey: string;
+  size: { width: number; height: number };
+  /** The hosted image, its body open: the decoder reads it if this request makes the width. */
+  hosted: R2ObjectBody;
+  hostedKey: string;
+};
+
+/**
+ * Makes the variant unless another request is making it: the store's coordinator hands out one claim per
+ * image and width; the others look for the stored result until it is there, and answer 503 if the attempt
+ * they waited on failed. A failure stores nothing, so the next request tries again.
+ */
+async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> {
+  try {
+    return await claimAndMake(ask, variant);
+  } catch (error) {
+    // The coordinator or R2 failed: nothing was stored, the next request tries again.
+    logFailure(ask, variant.width, error);
+    return unavailable();
+  } finally {
+    // Read by the decoder when this request made the width; otherwise never read.
+    if (!variant.hosted.bodyUsed) await variant.hosted.body.cancel().catch(() => {});
+  }
+}
+
+function logFailure(ask: WidthRequest, width: number, error: unknown): void {
+  console.error(
+    JSON.stringify({
+      level: "error",
+      message: "media: making a width failed",
+      store_id: ask.storeId,
+      upload_id: ask.uploadId,
+      width,
+      error: String(error),
+    }),
+  );
+}
+
+async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
+  const { env, storeId, uploadId } = ask;
+  const { width, key, cacheKey } = variant;
+  const coordinator = storeCoordinator(env, storeId);
+  const claimKey = `${uploadId}/${width}`;
+  const deadline = Date.now() + waitLimitMs;
+  let waitedOn: number | null = null;
+  let notStored = false;
+  let pause = 20;
+  const storedNow = async () => {
+    const stored = await env.BUCKET.get(key);
+    return stored && serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+  };
+  for (;;) {
+    const claim = await coordinator.claimWidth(claimKey, waitedOn, notStored);
+    if (claim.verdict === "failed") return unavailable();
+    if (claim.verdict === "stored") {
+      const stored = await storedNow();
+      if (stored) return stored;
+      notStored = true;
+      continue;
+    }
+    if (claim.verdict === "make") {
+      let made: { bytes: Uint8Array; etag: string };
+      try {
+        made = await make(env.BUCKET, variant);
+      } catch (error) {
+        logFailure(ask, width, error);
+        await finish(ask, claimKey, claim.attempt, false);
+        return unavailable();
+      }
+      // Stored and reported after the answer: requests waiting meanwhile find it in R2 once it is there.
+      ask.waitUntil(store(ask, variant, made.bytes).then((stored) => finish(ask, claimKey, claim.attempt, stored)));
+      return serveStored(ask, cacheKey, made.etag, made.bytes.length, new Response(made.bytes));
+    }
+    waitedOn = claim.attempt;
+    if (Date.now() + pause > deadline) return unavailable();
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 2, 250);
+    const stored = await storedNow();
+    if (stored) return stored;
+  }
+}
+
+/** Reports the end of an attempt to the coordinator; unreported (it failed), the claim lapses after its lease. */
+async function finish(ask: WidthRequest, claimKey: string, attempt: number, made: boolean): Promise<void> {
+  try {
+    await storeCoordinator(ask.env, ask.storeId).finishWidth(claimKey, attempt, made);
+  } catch (error) {
+    logFailure(ask, Number(claimKey.split("/")[1]), error);
+  }
+}
+
+/**
+ * Decodes the hosted WebP scaled to the variant's size and encodes it as conversion does; answers the bytes
+ * and their entity tag, R2's for a single put: the MD5 of the bytes, so the answer need not wait for the put.
+ */
+async function make(bucket: R2Bucket, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
+  const { hosted, hostedKey } = variant;
+  const input: ImageInput = {
+    size: hosted.size,
+    // The body already open, then (should the decoder read again) a new one.
+    open: async () => {
+      if (!hosted.bodyUsed) return hosted.body;
+      const object = await bucket.get(hostedKey);
+      if (!object) throw new Error(`hosted image missing at ${hostedKey}`);
+      return object.body;
+    },
+  };
+  generations += 1;
+  const { bytes } = await resizeHostedWebp(input, variant.size);
+  const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
+  return { bytes, etag: `"${[...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("")}"` };
+}
+
+/** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */
+async function store(ask: WidthRequest, variant: Variant, bytes: Uint8Array): Promise<boolean> {
+  try {
+    await ask.env.BUCKET.put(variant.key, bytes, {
+      httpMetadata: { contentType: "image/webp" },
+      customMetadata: { width: String(variant.size.width), height: String(variant.size.height) },
+    });
+    return true;
+  } catch (error) {
+    logFailure(ask, variant.width, error);
+    return false;
+  }
+}
+
+function unavailable(): Response {
+  return Response.json(
+    { message: widthMessages.failed },
+    { status: 503, headers: { "Retry-After": String(retryAfterSeconds), "Cache-Control": "no-store" } },
+  );
+}
+
+/**
+ * Answers a variant as the hosted image is answered (media/routes.ts): 304 for a matching If-None-Match, HEAD
+ * without the body, a single byte range (a variant is small: the range is cut from its bytes), else the whole.
+ * `headers` carry its ETag and Content-Length; `body` holds its bytes.
+ */
+async function answer(request: Request, stored: Headers, body: Response): Promise<Response> {
+  const headers = new Headers(stored);
+  const etag = headers.get("ETag");
+  const size = Number(headers.get("Content-Length"));
+  const range = parseRange(request.headers.get("Range") ?? undefined, size);
+  const notModified = etag !== null && request.headers.get("If-None-Match") === etag;
+  if (notModified || range === "unsatisfiable" || request.method === "HEAD") await body.body?.cancel();
+  if (notModified) {
+    headers.delete("Content-Length");
+    return new Response(null, { status: 304, headers });
+  }
+  if (range === "unsatisfiable") {
+    headers.delete("Content-Length");
+    headers.set("Content-Type", "application/json");
+    headers.set("Content-Range", `bytes */${size}`);
+    return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
+  }
+  if (range) {
+    headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${size}`);
+    headers.set("Content-Length", String(range.length));
+  }
+  if (request.method === "HEAD") return new Response(null, { status: range ? 206 : 200, headers });
+  if (!range) return new Response(body.body, { status: 200, headers });
+  const bytes = new Uint8Array(await body.arrayBuffer());
+  return new Response(bytes.subarray(range.offset, range.offset + range.length), { status: 206, headers });
+}
