@@ -22,7 +22,14 @@ import {
 } from "../support/uploads";
 
 type Owner = { storeId: string; token: string };
-type Hosted = { name: string; file_url: string; type: string };
+type Hosted = {
+  name: string;
+  file_url: string;
+  type: string;
+  width: number | null;
+  height: number | null;
+  srcset: string | null;
+};
 
 const bearer = (owner: Owner) => ({ Authorization: `Bearer ${owner.token}`, "X-Service-Store": owner.storeId });
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -162,6 +169,9 @@ describe("a complete that died half-way", () => {
       name: "plik.bin",
       file_url: `${origin}/media/${owner.storeId}/${reservation.id}.mp4`,
       type: "video",
+      width: null,
+      height: null,
+      srcset: null,
     });
     expect(await servedBytes(hosted.file_url)).toEqual(bytes);
   });
@@ -180,6 +190,12 @@ describe("a complete that died half-way", () => {
     expect(retried.status).toBe(201);
     const hosted = await json<Hosted>(retried);
     expect(hosted.file_url).toBe(`${origin}/media/${owner.storeId}/${reservation.id}.webp`);
+    // The same size and srcset as a complete that had not died.
+    expect(hosted).toMatchObject({
+      width: 300,
+      height: 200,
+      srcset: expect.stringContaining(`${hosted.file_url} 300w`),
+    });
     const served = await servedBytes(hosted.file_url);
     expect(new TextDecoder().decode(served.subarray(8, 12))).toBe("WEBP");
   });
