@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { convertToWebp } from "../../../src/uploads/convert";
+import { convertToWebp, UnconvertibleImageError } from "../../../src/uploads/convert";
 import { decodeWebp, near, pixelAt, writePng, writeRgbaPng } from "./images";
 
 const alphaAt = (image: { data: Uint8ClampedArray; width: number }, x: number, y: number) =>
@@ -39,5 +39,130 @@ describe("transparency: nothing of the colour under fully transparent pixels sho
     ] as const) {
       expect(near(pixelAt(decoded, x, y), [0, 160, 0], 6), `${x},${y}: ${pixelAt(decoded, x, y)}`).toBe(true);
     }
+  });
+});
+
+describe("PNG tRNS in every colour type and bit depth", () => {
+  // Left half: the tRNS key (with its high byte set, which browsers ignore below 16 bits); right half: another value.
+  const cases = [
+    { name: "grey 1-bit", colorType: 0, bitDepth: 1, key: [0xff, 0x01], on: [1], off: [0], colour: [0, 0, 0] },
+    { name: "grey 2-bit", colorType: 0, bitDepth: 2, key: [0x01, 0x02], on: [2], off: [1], colour: [85, 85, 85] },
+    { name: "grey 4-bit", colorType: 0, bitDepth: 4, key: [0x01, 0x05], on: [5], off: [10], colour: [170, 170, 170] },
+    {
+      name: "grey 8-bit",
+      colorType: 0,
+      bitDepth: 8,
+      key: [0x01, 0x80],
+      on: [0x80],
+      off: [200],
+      colour: [200, 200, 200],
+    },
+    {
+      name: "grey 16-bit",
+      colorType: 0,
+      bitDepth: 16,
+      key: [0x80, 0x00],
+      on: [0x8000],
+      off: [0x8001],
+      colour: [128, 128, 128],
+    },
+    {
+      name: "RGB 8-bit",
+      colorType: 2,
+      bitDepth: 8,
+      key: [0x01, 250, 0x02, 120, 0x03, 10],
+      on: [250, 120, 10],
+      off: [250, 120, 11],
+      colour: [250, 120, 11],
+    },
+    {
+      name: "RGB 16-bit",
+      colorType: 2,
+      bitDepth: 16,
+      key: [0xff, 0xff, 0x01, 0x00, 0x80, 0x00],
+      on: [0xffff, 0x0100, 0x8000],
+      off: [0xffff, 0x0100, 0x8001],
+      colour: [255, 1, 128],
+    },
+  ] as const;
+
+  it.each(cases)(
+    "makes the $name tRNS key transparent (high byte ignored below 16 bits) and keeps other values opaque",
+    async (c) => {
+      const png = await writePng({
+        width: 16,
+        height: 8,
+        colorType: c.colorType,
+        bitDepth: c.bitDepth,
+        samples: (x) => [...(x < 8 ? c.on : c.off)],
+        transparency: [...c.key],
+      });
+      const decoded = await decodeWebp((await convertToWebp(png, "png", { maxEdge: 64 })).bytes);
+      expect(alphaAt(decoded, 2, 3)).toBe(0);
+      expect(alphaAt(decoded, 13, 3)).toBe(255);
+      expect(near(pixelAt(decoded, 13, 3), c.colour, 8), `${pixelAt(decoded, 13, 3)}`).toBe(true);
+    },
+  );
+
+  it("makes nothing transparent when a low-depth grey key's low byte is above the depth (2-bit, key 6), as Chromium", async () => {
+    const png = await writePng({
+      width: 16,
+      height: 8,
+      colorType: 0,
+      bitDepth: 2,
+      samples: (x) => [x < 8 ? 2 : 1],
+      transparency: [0x00, 0x06],
+    });
+    const decoded = await decodeWebp((await convertToWebp(png, "png", { maxEdge: 64 })).bytes);
+    expect(alphaAt(decoded, 2, 3)).toBe(255);
+    expect(near(pixelAt(decoded, 2, 3), [170, 170, 170], 8)).toBe(true);
+  });
+
+  it("applies a palette tRNS shorter than the palette to its first entries only (the rest opaque)", async () => {
+    const png = await writePng({
+      width: 16,
+      height: 8,
+      colorType: 3,
+      bitDepth: 2,
+      samples: (x) => [x < 8 ? 0 : 2],
+      palette: [
+        [255, 0, 0],
+        [0, 255, 0],
+        [0, 0, 255],
+      ],
+      transparency: [0],
+    });
+    const decoded = await decodeWebp((await convertToWebp(png, "png", { maxEdge: 64 })).bytes);
+    expect(alphaAt(decoded, 2, 3)).toBe(0);
+    expect(alphaAt(decoded, 13, 3)).toBe(255);
+    expect(near(pixelAt(decoded, 13, 3), [0, 0, 255], 8)).toBe(true);
+  });
+});
+
+describe("PNG checksums", () => {
+  const picture = () =>
+    writePng({ width: 4, height: 4, colorType: 3, bitDepth: 8, samples: () => [0], palette: [[10, 20, 200]] });
+  /** Offsets of a chunk's CRC: after its 8-byte header and data. */
+  const crcOffset = (png: Uint8Array, type: string) => {
+    const view = new DataView(png.buffer, png.byteOffset);
+    for (let pos = 8; pos < png.length; pos += 12 + view.getUint32(pos)) {
+      if (String.fromCharCode(...png.subarray(pos + 4, pos + 8)) === type) return pos + 8 + view.getUint32(pos);
+    }
+    throw new Error(`no ${type}`);
+  };
+
+  it("refuses a PNG whose image header (IHDR) fails its CRC, as browsers do", async () => {
+    const png = await picture();
+    png[crcOffset(png, "IHDR")] ^= 0x40;
+    await expect(convertToWebp(png, "png", { maxEdge: 64 })).rejects.toThrow(
+      new UnconvertibleImageError("The PNG file is damaged: its image header fails its checksum."),
+    );
+  });
+
+  it("ignores a wrong CRC on the palette, image data and end chunks, as browsers do", async () => {
+    const png = await picture();
+    for (const type of ["PLTE", "IDAT", "IEND"]) png[crcOffset(png, type)] ^= 0x40;
+    const decoded = await decodeWebp((await convertToWebp(png, "png", { maxEdge: 64 })).bytes);
+    expect(near(pixelAt(decoded, 1, 1), [10, 20, 200], 8)).toBe(true);
   });
 });
