@@ -1,5 +1,5 @@
 import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
-import { decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
+import { bmpAlphaIsUsed, decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
 import {
   codecShareBytes,
   formatMegabytes,
@@ -437,9 +437,17 @@ async function decodeBmpInput(input: ImageInput, context: Context): Promise<Orie
   try {
     const header = await readBmpHeader(reader);
     refuseSourcePixels(header.width, header.height);
-    await streamRows(context, header.width, header.height, !header.mayHaveAlpha, (push) =>
-      decodeBmp(reader, header, push),
-    );
+    // An alpha mask whose bits are zero in every pixel is shown opaque: a first read looks for one that is not.
+    let opaque = !header.mayHaveAlpha;
+    if (!opaque) {
+      const scanner = await openReader(input, truncatedBmp);
+      try {
+        opaque = !(await bmpAlphaIsUsed(scanner, await readBmpHeader(scanner)));
+      } finally {
+        await scanner.cancel();
+      }
+    }
+    await streamRows(context, header.width, header.height, opaque, (push) => decodeBmp(reader, header, push, opaque));
     return header.topDown ? 1 : 4;
   } finally {
     await reader.cancel();
