@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { convertToWebp, UnconvertibleImageError } from "../../../src/uploads/convert";
+import { sniff } from "../../../src/uploads/sniff";
 import { decodeWebp, near, pixelAt, writePng, writeRgbaPng } from "./images";
 
 const alphaAt = (image: { data: Uint8ClampedArray; width: number }, x: number, y: number) =>
@@ -167,5 +168,60 @@ describe("PNG checksums", () => {
     for (const type of ["PLTE", "IDAT", "IEND"]) flip(png, crcOffset(png, type));
     const decoded = await decodeWebp((await convertToWebp(png, "png", { maxEdge: 64 })).bytes);
     expect(near(pixelAt(decoded, 1, 1), [10, 20, 200], 8)).toBe(true);
+  });
+});
+
+/**
+ * A 1 × 1 lossless WebP of 28 bytes: RIFF header, VP8L chunk header, 8 bytes of bitstream (signature, size,
+ * no transforms, one single-symbol prefix code per channel, each symbol one bit). `argb` holds 0 or 1 each.
+ */
+function tinyLosslessWebp(argb: [number, number, number, number]): Uint8Array {
+  const bits: number[] = [];
+  const put = (value: number, count: number) => {
+    for (let i = 0; i < count; i += 1) bits.push((value >> i) & 1);
+  };
+  put(0, 14); // width - 1
+  put(0, 14); // height - 1
+  put(1, 1); // alpha is used
+  put(0, 3); // version
+  put(0, 3); // no transform, no colour cache, no meta prefix codes
+  const [a, r, g, b] = argb;
+  for (const symbol of [g, r, b, a, 0]) {
+    put(1, 1); // simple code
+    put(0, 1); // one symbol
+    put(0, 1); // of one bit
+    put(symbol, 1);
+  }
+  const stream = [0x2f];
+  for (let i = 0; i < bits.length; i += 8) stream.push(bits.slice(i, i + 8).reduce((v, bit, j) => v | (bit << j), 0));
+  const out = new Uint8Array(20 + stream.length);
+  const view = new DataView(out.buffer);
+  out.set(new TextEncoder().encode("RIFF"), 0);
+  view.setUint32(4, out.length - 8, true);
+  out.set(new TextEncoder().encode("WEBPVP8L"), 8);
+  view.setUint32(16, stream.length, true);
+  out.set(stream, 20);
+  return out;
+}
+
+describe("WebP input of any valid size", () => {
+  it("sniffs and converts a valid 28-byte lossless WebP (1 × 1)", async () => {
+    const webp = tinyLosslessWebp([1, 1, 1, 1]);
+    expect(webp.length).toBe(28);
+    expect(await sniff(webp, webp)).toMatchObject({ kind: "still", format: "webp" });
+    const out = await convertToWebp(webp, "webp", { maxEdge: 64 });
+    expect([out.width, out.height]).toEqual([1, 1]);
+    const decoded = await decodeWebp(out.bytes);
+    expect(alphaAt(decoded, 0, 0)).toBe(1);
+  });
+
+  it("refuses a RIFF/WEBP header without an image chunk, and a truncated tiny file", async () => {
+    const webp = tinyLosslessWebp([0, 0, 0, 0]);
+    const bare = webp.slice(0, 12);
+    new DataView(bare.buffer).setUint32(4, 4, true);
+    await expect(convertToWebp(bare, "webp", { maxEdge: 64 })).rejects.toThrow(
+      new UnconvertibleImageError("The WebP file cannot be read: it has no image header."),
+    );
+    await expect(convertToWebp(webp.slice(0, 24), "webp", { maxEdge: 64 })).rejects.toThrow(UnconvertibleImageError);
   });
 });
