@@ -4,6 +4,7 @@ import {
   codecShareBytes,
   formatMegabytes,
   formatMegapixels,
+  largeWebpCodecBytes,
   libjpegOverheadBytes,
   maxQuality,
   maxSourceEdge,
@@ -29,7 +30,7 @@ import { orientInPlace } from "./orient";
 import { decodePng, pngDecoderOverheadBytes, pngDecoderPlan, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
 import { fitWithin } from "./resize";
-import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec } from "./webp-codec";
+import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec, webpStatus } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 import { readWebpHeader } from "./webp-header";
 
@@ -129,12 +130,35 @@ function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
   return { turbo, scratch };
 }
 
-let codecs: Codecs | null = null;
+let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
+let codecInstance: WebpCodec | null = null;
 
-/** This isolate's instances, created on first use (inside the conversion lock, so by one request). */
+/**
+ * This isolate's instances, each created on first use (inside the conversion lock, so by one request). The
+ * accessors hold no instance themselves, so an instance this module lets go of (`releaseInstances`, or the
+ * scratch during a large WebP decode) is garbage even while a conversion runs.
+ */
 function getCodecs(): Codecs {
-  codecs ??= { ...createTurbo(), codec: createWebpCodec(codecWasm) };
-  return codecs;
+  return {
+    get turbo() {
+      jpegInstance ??= createTurbo();
+      return jpegInstance.turbo;
+    },
+    get scratch() {
+      jpegInstance ??= createTurbo();
+      return jpegInstance.scratch;
+    },
+    get codec() {
+      codecInstance ??= createWebpCodec(codecWasm);
+      return codecInstance;
+    },
+  };
+}
+
+/** Lets go of both instances: the next conversion starts from fresh ones. */
+function releaseInstances(): void {
+  jpegInstance = null;
+  codecInstance = null;
 }
 
 /**
@@ -154,7 +178,7 @@ async function acquireLock(): Promise<number> {
   while (lock.holder !== 0) {
     if (Date.now() - lock.lastProgress > stalledMs) {
       lock.holder = 0;
-      codecs = null;
+      releaseInstances();
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
@@ -175,10 +199,20 @@ function releaseLock(ticket: number): void {
   if (lock.holder === ticket) lock.holder = 0;
 }
 
-/** Current linear-memory sizes of this isolate's instances, in bytes (for tests and the benchmark). */
-export function codecMemory(): { scratch: number; codec: number } {
+/** The codec's memory when the last conversion ended (before a release): its high-water mark then. */
+let lastCodecBytes = 0;
+
+/**
+ * Current linear-memory sizes of this isolate's instances, in bytes, and the codec's size at the end of the
+ * last conversion (for tests and the benchmark).
+ */
+export function codecMemory(): { scratch: number; codec: number; lastConversionCodec: number } {
   const { turbo, codec } = getCodecs();
-  return { scratch: turbo.exports.memory.buffer.byteLength, codec: codec.memoryBytes() };
+  return {
+    scratch: turbo.exports.memory.buffer.byteLength,
+    codec: codec.memoryBytes(),
+    lastConversionCodec: lastCodecBytes,
+  };
 }
 
 /**
@@ -245,6 +279,8 @@ type Context = {
   tick: () => void;
   /** The target, once allocated (freed by the encoder, or here on failure). */
   target: Target | null;
+  /** Set when the codec grows past its share (a large WebP): both instances are let go after this conversion. */
+  releaseAfter: boolean;
 };
 
 async function convertNow(
@@ -270,6 +306,7 @@ async function convertNow(
     maxEdge,
     tick,
     target: null,
+    releaseAfter: false,
   };
   try {
     let orientation: Orientation = 1;
@@ -305,10 +342,13 @@ async function convertNow(
     if (context.target) current.codec.free(context.target.pointer);
     if (error instanceof CodecAbort || error instanceof WebAssembly.RuntimeError) {
       // An abort unwound the C stack without its cleanup: start afresh rather than reuse a damaged heap.
-      codecs = null;
+      releaseInstances();
       throw new UnconvertibleImageError("The image file is damaged: its image data cannot be decoded.");
     }
     throw error;
+  } finally {
+    if (codecInstance) lastCodecBytes = codecInstance.memoryBytes();
+    if (context.releaseAfter) releaseInstances();
   }
 }
 
@@ -614,7 +654,9 @@ const truncatedWebp = () =>
 
 /**
  * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
- * to the target size (no full-size buffer). Admission: target + file + encoding within the codec's share.
+ * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
+ * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
+ * instance let go for the conversion and both instances after it (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
@@ -637,13 +679,17 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
     const features = codec.features(file, size);
     if (!features) throw new UnconvertibleImageError("The WebP file is damaged: its header cannot be read.");
     // Decoding holds the file, the target and libwebp's work per source pixel (measured: none for lossy
-    // opaque images, 4 bytes for lossless, 6 for lossy with alpha); encoding comes after the file is freed.
+    // opaque images, 4 bytes for lossless: libwebp 1.2.4 keeps the whole ARGB plane of a VP8L image, also
+    // when decoding incrementally; 6 for lossy with alpha), plus up to 2 MB of tables and rows (measured at
+    // most 1 MB); encoding comes after the file is freed.
     const perSourcePixel = features.format === "lossless" ? 4 : features.hasAlpha ? 6 : 0;
-    const decodeNeed = (pixels: number) => size + target.width * target.height * 4 + 500_000 + pixels * perSourcePixel;
+    const decodeNeed = (pixels: number) =>
+      size + target.width * target.height * 4 + 2_000_000 + pixels * perSourcePixel;
     const sourcePixels = header.width * header.height;
-    if (Math.max(decodeNeed(sourcePixels), encodeMemoryBytes(target.width, target.height)) > codecShareBytes) {
-      const room =
-        perSourcePixel === 0 ? 0 : Math.max(0, Math.floor((codecShareBytes - decodeNeed(0)) / perSourcePixel));
+    const need = Math.max(decodeNeed(sourcePixels), encodeMemoryBytes(target.width, target.height));
+    const limit = perSourcePixel === 0 ? codecShareBytes : largeWebpCodecBytes;
+    if (need > limit) {
+      const room = perSourcePixel === 0 ? 0 : Math.max(0, Math.floor((limit - decodeNeed(0)) / perSourcePixel));
       const kind = features.format === "lossless" ? "a lossless WebP" : "a WebP with transparency";
       throw room > 0
         ? tooLarge(header.width, header.height, room, `${kind} of ${formatMegabytes(size)}`)
@@ -651,8 +697,16 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
             `The image is too large to convert: the ${formatMegabytes(size)} WebP file does not fit beside its ${target.width} × ${target.height} result.`,
           );
     }
+    if (need > codecShareBytes) {
+      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and both instances
+      // after this conversion, so the codec's larger memory is never held beside the scratch's.
+      jpegInstance = null;
+      context.releaseAfter = true;
+    }
     const result = allocateTarget(context, target.width, target.height);
     const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);
+    if (status === webpStatus.outOfMemory)
+      throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
     if (status !== 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
     return header.orientation;
   } finally {
