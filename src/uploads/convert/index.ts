@@ -119,7 +119,13 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
  *   by a bump pointer per conversion, because libjpeg's small lifelong allocations between large freed
  *   buffers fragmented the heap (measured: 46 MB instead of ~31 over a sequence).
  */
-type Codecs = { turbo: JpegTurbo; scratch: number; codec: WebpCodec };
+type Codecs = {
+  readonly turbo: JpegTurbo;
+  readonly scratch: number;
+  readonly codec: WebpCodec;
+  /** Lets go of the scratch instance now (a conversion that needs none and whose codec grows past its share). */
+  releaseScratch(): void;
+};
 
 const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
 
@@ -134,23 +140,34 @@ let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
 let codecInstance: WebpCodec | null = null;
 
 /**
- * This isolate's instances, each created on first use (inside the conversion lock, so by one request). The
- * accessors hold no instance themselves, so an instance this module lets go of (`releaseInstances`, or the
- * scratch during a large WebP decode) is garbage even while a conversion runs.
+ * This isolate's instances for one conversion (inside the conversion lock, so by one request): the codec at
+ * once, the scratch instance on first use (a conversion that decodes no JPEG never creates it). Each stays
+ * fixed for the conversion, even if a stalled conversion's successor lets go of them meanwhile
+ * (`releaseInstances`); `releaseScratch` drops this conversion's hold on the scratch too, so it is garbage
+ * while the conversion runs.
  */
 function getCodecs(): Codecs {
+  codecInstance ??= createWebpCodec(codecWasm);
+  const codec = codecInstance;
+  let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
+  const ownJpeg = () => {
+    if (!jpeg) {
+      jpegInstance ??= createTurbo();
+      jpeg = jpegInstance;
+    }
+    return jpeg;
+  };
   return {
     get turbo() {
-      jpegInstance ??= createTurbo();
-      return jpegInstance.turbo;
+      return ownJpeg().turbo;
     },
     get scratch() {
-      jpegInstance ??= createTurbo();
-      return jpegInstance.scratch;
+      return ownJpeg().scratch;
     },
-    get codec() {
-      codecInstance ??= createWebpCodec(codecWasm);
-      return codecInstance;
+    codec,
+    releaseScratch() {
+      jpeg = null;
+      jpegInstance = null;
     },
   };
 }
@@ -347,7 +364,7 @@ async function convertNow(
     }
     throw error;
   } finally {
-    if (codecInstance) lastCodecBytes = codecInstance.memoryBytes();
+    lastCodecBytes = current.codec.memoryBytes();
     if (context.releaseAfter) releaseInstances();
   }
 }
@@ -700,7 +717,7 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
     if (need > codecShareBytes) {
       // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and both instances
       // after this conversion, so the codec's larger memory is never held beside the scratch's.
-      jpegInstance = null;
+      context.codecs.releaseScratch();
       context.releaseAfter = true;
     }
     const result = allocateTarget(context, target.width, target.height);
