@@ -138,6 +138,12 @@ function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
 
 let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
 let codecInstance: WebpCodec | null = null;
+/**
+ * Set by a conversion whose codec grew past its share (a large WebP): the next conversion lets go of the
+ * instances before it starts. Kept until then, the grown memory stays readable as this conversion's
+ * high-water mark (the benchmark reads the instances' memories after a complete).
+ */
+let releaseBeforeNext = false;
 
 /**
  * This isolate's instances for one conversion (inside the conversion lock, so by one request): the codec at
@@ -147,6 +153,10 @@ let codecInstance: WebpCodec | null = null;
  * while the conversion runs.
  */
 function getCodecs(): Codecs {
+  if (releaseBeforeNext) {
+    releaseBeforeNext = false;
+    releaseInstances();
+  }
   codecInstance ??= createWebpCodec(codecWasm);
   const codec = codecInstance;
   let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
@@ -296,7 +306,7 @@ type Context = {
   tick: () => void;
   /** The target, once allocated (freed by the encoder, or here on failure). */
   target: Target | null;
-  /** Set when the codec grows past its share (a large WebP): both instances are let go after this conversion. */
+  /** Set when the codec grows past its share (a large WebP): the next conversion starts from fresh instances. */
   releaseAfter: boolean;
 };
 
@@ -365,7 +375,7 @@ async function convertNow(
     throw error;
   } finally {
     lastCodecBytes = current.codec.memoryBytes();
-    if (context.releaseAfter) releaseInstances();
+    if (context.releaseAfter) releaseBeforeNext = true;
   }
 }
 
@@ -673,7 +683,7 @@ const truncatedWebp = () =>
  * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
  * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
  * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
- * instance let go for the conversion and both instances after it (docs/conversion.md, "Admission").
+ * instance let go for the conversion and both instances at the start of the next one (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
