@@ -139,11 +139,11 @@ function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
 let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
 let codecInstance: WebpCodec | null = null;
 /**
- * Set by a conversion whose codec grew past its share (a large WebP): the next conversion lets go of the
- * instances before it starts. Kept until then, the grown memory stays readable as this conversion's
- * high-water mark (the benchmark reads the instances' memories after a complete).
+ * Whether the codec's memory has grown past its share (a large WebP, which let go of the scratch instance).
+ * Conversions that need no scratch keep using it; a JPEG lets go of it first, so the scratch is never held
+ * beside a grown codec.
  */
-let releaseBeforeNext = false;
+let codecGrown = false;
 
 /**
  * This isolate's instances for one conversion (inside the conversion lock, so by one request): the codec at
@@ -152,11 +152,8 @@ let releaseBeforeNext = false;
  * (`releaseInstances`); `releaseScratch` drops this conversion's hold on the scratch too, so it is garbage
  * while the conversion runs.
  */
-function getCodecs(): Codecs {
-  if (releaseBeforeNext) {
-    releaseBeforeNext = false;
-    releaseInstances();
-  }
+function getCodecs(kind: StillImageKind): Codecs {
+  if (codecGrown && kind === "jpeg") releaseInstances();
   codecInstance ??= createWebpCodec(codecWasm);
   const codec = codecInstance;
   let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
@@ -186,6 +183,7 @@ function getCodecs(): Codecs {
 function releaseInstances(): void {
   jpegInstance = null;
   codecInstance = null;
+  codecGrown = false;
 }
 
 /**
@@ -226,18 +224,17 @@ function releaseLock(ticket: number): void {
   if (lock.holder === ticket) lock.holder = 0;
 }
 
-/** The codec's memory when the last conversion ended (before a release): its high-water mark then. */
+/** The codec's memory when the last conversion ended: its high-water mark then. */
 let lastCodecBytes = 0;
 
 /**
- * Current linear-memory sizes of this isolate's instances, in bytes, and the codec's size at the end of the
- * last conversion (for tests and the benchmark).
+ * Current linear-memory sizes of this isolate's instances in bytes (0 for one not created), and the codec's
+ * size at the end of the last conversion (for tests).
  */
 export function codecMemory(): { scratch: number; codec: number; lastConversionCodec: number } {
-  const { turbo, codec } = getCodecs();
   return {
-    scratch: turbo.exports.memory.buffer.byteLength,
-    codec: codec.memoryBytes(),
+    scratch: jpegInstance?.turbo.exports.memory.buffer.byteLength ?? 0,
+    codec: codecInstance?.memoryBytes() ?? 0,
     lastConversionCodec: lastCodecBytes,
   };
 }
@@ -306,8 +303,6 @@ type Context = {
   tick: () => void;
   /** The target, once allocated (freed by the encoder, or here on failure). */
   target: Target | null;
-  /** Set when the codec grows past its share (a large WebP): the next conversion starts from fresh instances. */
-  releaseAfter: boolean;
 };
 
 async function convertNow(
@@ -317,7 +312,7 @@ async function convertNow(
   quality: number,
   tick: () => void,
 ): Promise<ConvertedImage> {
-  const current = getCodecs();
+  const current = getCodecs(kind);
   let used = 0;
   const context: Context = {
     codecs: current,
@@ -333,7 +328,6 @@ async function convertNow(
     maxEdge,
     tick,
     target: null,
-    releaseAfter: false,
   };
   try {
     let orientation: Orientation = 1;
@@ -375,7 +369,6 @@ async function convertNow(
     throw error;
   } finally {
     lastCodecBytes = current.codec.memoryBytes();
-    if (context.releaseAfter) releaseBeforeNext = true;
   }
 }
 
@@ -683,7 +676,7 @@ const truncatedWebp = () =>
  * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
  * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
  * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
- * instance let go for the conversion and both instances at the start of the next one (docs/conversion.md, "Admission").
+ * instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
@@ -725,10 +718,10 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
           );
     }
     if (need > codecShareBytes) {
-      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and both instances
-      // after this conversion, so the codec's larger memory is never held beside the scratch's.
+      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and the grown codec
+      // by the next JPEG conversion, so the two are never held together.
       context.codecs.releaseScratch();
-      context.releaseAfter = true;
+      codecGrown = true;
     }
     const result = allocateTarget(context, target.width, target.height);
     const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);

@@ -3,7 +3,7 @@ import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm";
 import { defaultOptions as webpDefaults } from "@jsquash/webp/meta";
 import { describe, expect, it } from "vitest";
 import { codecMemory, convertToWebp, ImageTooLargeError } from "../../../src/uploads/convert";
-import { largeWebpCodecBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
+import { codecShareBytes, largeWebpCodecBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
 import { webpLyingVp8l } from "./hostile-images";
 import { decodeWebp, encodeJpeg, near, photoLike, pixelAt } from "./images";
 
@@ -40,21 +40,25 @@ function screenshotLike(width: number, height: number): Uint8Array {
 }
 
 describe("lossless WebP input at every size the limits admit", () => {
-  it("converts a 3840 × 2160 lossless screenshot to 2560 × 1440, the codec within its cap and replaced afterwards", {
+  it("converts a 3840 × 2160 lossless screenshot to 2560 × 1440, the scratch let go first and the grown codec by the next JPEG", {
     timeout: 120_000,
   }, async () => {
+    const jpeg = await encodeJpeg(photoLike(64, 64), 64, 64, { progressive: false });
+    await convertToWebp(jpeg, "jpeg", { maxEdge: 64 });
+    expect(codecMemory().scratch).toBeGreaterThan(0);
     const webp = await encodeLossless(screenshotLike(3840, 2160), 3840, 2160);
     const out = await convertToWebp(webp, "webp", { maxEdge: 2560 });
     expect([out.width, out.height]).toEqual([2560, 1440]);
-    const { lastConversionCodec, codec } = codecMemory();
-    expect(lastConversionCodec).toBeLessThanOrEqual(1_048_576 + largeWebpCodecBytes);
-    expect(codec).toBeLessThan(2_000_000); // a fresh instance: the grown one was let go
+    expect(codecMemory().scratch).toBe(0); // never held beside a codec that may grow past its share
+    expect(codecMemory().lastConversionCodec).toBeLessThanOrEqual(1_048_576 + largeWebpCodecBytes);
     const decoded = await decodeWebp(out.bytes);
     expect(near(pixelAt(decoded, 1200, 20), [40, 90, 200], 12)).toBe(true);
-    // The next JPEG gets a fresh scratch instance.
-    const jpeg = await encodeJpeg(photoLike(64, 64), 64, 64, { progressive: false });
+    // The next JPEG starts from fresh instances: a new scratch beside a codec back within its share.
     expect((await convertToWebp(jpeg, "jpeg", { maxEdge: 64 })).width).toBe(64);
-    expect(codecMemory().scratch).toBeLessThanOrEqual(scratchShareBytes);
+    const after = codecMemory();
+    expect(after.scratch).toBeGreaterThan(0);
+    expect(after.scratch).toBeLessThanOrEqual(scratchShareBytes);
+    expect(after.codec).toBeLessThan(2_000_000);
   });
 
   it("converts a 12 MP (4000 × 3000) photo-like lossless WebP to 2560 × 1920 within the codec's 80 MiB cap", {
@@ -71,7 +75,10 @@ describe("lossless WebP input at every size the limits admit", () => {
     const webp = await encodeLossless(rgba, 4000, 3000);
     const out = await convertToWebp(webp, "webp", { maxEdge: 2560 });
     expect([out.width, out.height]).toEqual([2560, 1920]);
-    expect(codecMemory().lastConversionCodec).toBeLessThanOrEqual(80 * 1_048_576);
+    const { lastConversionCodec, scratch } = codecMemory();
+    expect(lastConversionCodec).toBeGreaterThan(codecShareBytes); // the large-WebP allowance is what it used
+    expect(lastConversionCodec).toBeLessThanOrEqual(80 * 1_048_576);
+    expect(scratch).toBe(0);
   });
 
   it("refuses a 12 MP lossless WebP whose file leaves no room for its 48 MB plane, naming the limit, before decoding", async () => {
