@@ -222,6 +222,21 @@ function withSofSize(jpeg, width, height) {
   throw new Error("withSofSize: no SOF marker");
 }
 
+/** Screenshot-like RGB at 3840×2160: a title bar, banded panels and dark text-like strokes. */
+function screenshot4k() {
+  const width = 3840;
+  const height = 2160;
+  const rgb = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y += 1) {
+    for (let x = 0; x < width; x += 1) {
+      const text = (x * 7 + y * 13) % 11 < 3 && y % 24 > 6 && x % 300 < 240 && y > 80;
+      const band = Math.floor(y / 24) % 7;
+      rgb.set(text ? [30, 30, 40] : y < 80 ? [40, 90, 200] : [240 - band * 10, 240, 250], (y * width + x) * 3);
+    }
+  }
+  return rgb;
+}
+
 /** A GIF with a 100×100 screen whose only frame descriptor claims `width`×`height`, with a few LZW codes. */
 function gifWithHugeFrame(width, height) {
   // biome-ignore format: one line per GIF block
@@ -361,6 +376,23 @@ async function generateInputs() {
     name: "12 MP WebP (lossy, quality 90)",
     kind: "webp",
     bytes: await (await rgb12()).webp({ quality: 90, effort: 2 }).toBuffer(),
+  });
+  add({
+    // Smoothed (down and up again) so the lossless file stays within what 12 MP admits beside the 48 MB plane.
+    name: "12 MP WebP (lossless, smooth photo)",
+    kind: "webp",
+    bytes: await sharp(await (await rgb12()).resize(1000, 750).resize(4000, 3000).raw().toBuffer(), {
+      raw: { width: 4000, height: 3000, channels: 3 },
+    })
+      .webp({ lossless: true, effort: 1 })
+      .toBuffer(),
+  });
+  add({
+    name: "4K WebP (lossless screenshot, 3840×2160)",
+    kind: "webp",
+    bytes: await sharp(screenshot4k(), { raw: { width: 3840, height: 2160, channels: 3 } })
+      .webp({ lossless: true, effort: 1 })
+      .toBuffer(),
   });
   add({ name: "12 MP BMP, 24-bit", kind: "bmp", bytes: writeBmp(pixels12, 4000, 3000) });
   add({ name: "12 MP GIF, one frame", kind: "gif", bytes: await (await rgb12()).gif({ effort: 1 }).toBuffer() });

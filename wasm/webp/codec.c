@@ -30,8 +30,8 @@ static int StreamWriter(const uint8_t* data, size_t size, const WebPPicture* pic
 // libwebp's WebPCleanupTransparentArea (YUV branch, src/enc/picture_tools_enc.c, identical in 1.2.4) reading
 // alpha from the RGBA input (stride 4) instead of picture->a. An RGBX import has no alpha plane, so libwebp
 // itself skips this step; without it the colour hidden under transparent pixels (often noise or a stale
-// background) is coded at full cost. Same output as libwebp's own RGBA path apart from its alpha-weighted
-// chroma averaging.
+// background) is coded at full cost. libwebp's own RGBA path also weights chroma by alpha: see
+// FillTransparentColour, which does that part here.
 #define SIZE 8
 #define SIZE2 (SIZE / 2)
 
@@ -115,11 +115,70 @@ static void CleanupTransparentArea(WebPPicture* picture, const uint8_t* rgba) {
   }
 }
 
+// Gives every fully transparent pixel (alpha 0) the colour of its visible neighbours, in place, before the
+// opaque (RGBX) import. libwebp averages chroma over 2 x 2 pixels; its RGBA import weights that average by
+// alpha, the RGBX import does not, so without this an opaque pixel beside transparent ones takes on part of
+// the colour hidden under them (a yellow pixel next to transparent black came out (240, 237, 133)). Per 2 x 2
+// block, transparent pixels take the alpha-weighted mean of the block's visible pixels; in a block with none,
+// the mean of the visible pixels of its 8 x 8 block (the chroma transform's area), so no hidden colour
+// reaches a visible pixel through the transform either. 8 x 8 blocks without a visible pixel are left to
+// CleanupTransparentArea, which flattens them. Alpha is not changed (its plane was coded before this call).
+static void MeanOfVisible(const uint8_t* rgba, int stride, int x0, int y0, int x1, int y1, uint8_t out[3]) {
+  uint32_t r = 0, g = 0, b = 0, a = 0;
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t* p = rgba + (size_t)y * stride + 4 * x0;
+    for (int x = x0; x < x1; ++x, p += 4) {
+      r += p[0] * p[3];
+      g += p[1] * p[3];
+      b += p[2] * p[3];
+      a += p[3];
+    }
+  }
+  if (a == 0) return;
+  out[0] = (uint8_t)((r + a / 2) / a);
+  out[1] = (uint8_t)((g + a / 2) / a);
+  out[2] = (uint8_t)((b + a / 2) / a);
+}
+
+static void FillTransparentColour(uint8_t* rgba, int width, int height) {
+  const int stride = 4 * width;
+  for (int by = 0; by < height; by += SIZE) {
+    const int by1 = by + SIZE < height ? by + SIZE : height;
+    for (int bx = 0; bx < width; bx += SIZE) {
+      const int bx1 = bx + SIZE < width ? bx + SIZE : width;
+      int visible = 0, hidden = 0;
+      for (int y = by; y < by1; ++y) {
+        for (int x = bx; x < bx1; ++x) {
+          if (rgba[(size_t)y * stride + 4 * x + 3] != 0) visible = 1;
+          else hidden = 1;
+        }
+      }
+      if (!visible || !hidden) continue;
+      uint8_t block[3] = {0, 0, 0};
+      MeanOfVisible(rgba, stride, bx, by, bx1, by1, block);
+      for (int y = by; y < by1; y += 2) {
+        const int y1 = y + 2 < by1 ? y + 2 : by1;
+        for (int x = bx; x < bx1; x += 2) {
+          const int x1 = x + 2 < bx1 ? x + 2 : bx1;
+          uint8_t fill[3] = {block[0], block[1], block[2]};
+          MeanOfVisible(rgba, stride, x, y, x1, y1, fill);
+          for (int yy = y; yy < y1; ++yy) {
+            for (int xx = x; xx < x1; ++xx) {
+              uint8_t* p = rgba + (size_t)yy * stride + 4 * xx;
+              if (p[3] == 0) memcpy(p, fill, 3);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Returned by encode_rgba when the arguments are out of range (libwebp's own codes are 0..10).
 #define ENCODE_INVALID_ARGUMENT 100
 
 // Encodes the width x height RGBA at `rgba` (malloc'd in this heap; always freed here, also on failure) as a
-// lossy simple-format WebP ("RIFF" + "VP8 " chunk), ignoring alpha except to clean up transparent areas. The
+// lossy simple-format WebP ("RIFF" + "VP8 " chunk), ignoring alpha except to hide the colour under transparent pixels. The
 // file leaves through write_output in pieces as libwebp writes it. Returns 0, or libwebp's WebPEncodingError.
 EXPORT int encode_rgba(uint8_t* rgba, int width, int height, float quality, int method) {
   WebPConfig config;
@@ -141,6 +200,7 @@ EXPORT int encode_rgba(uint8_t* rgba, int width, int height, float quality, int 
   picture.width = width;
   picture.height = height;
   picture.writer = StreamWriter;
+  FillTransparentColour(rgba, width, height);
   ok = WebPPictureImportRGBX(&picture, rgba, width * 4);
   if (ok) CleanupTransparentArea(&picture, rgba);
   // The YUV planes (1.5 bytes per pixel) are all libwebp needs from here on; the 4 bytes per pixel of RGBA

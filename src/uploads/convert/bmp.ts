@@ -8,6 +8,8 @@ export type BmpHeader = {
   /** Rows are stored top row first (else bottom row first, the usual BMP order). */
   topDown: boolean;
   bitsPerPixel: number;
+  /** Run-length encoding: 8 (BI_RLE8), 4 (BI_RLE4), or 0 for stored rows. */
+  rle: 0 | 4 | 8;
   stride: number;
   palette: Uint8Array | null;
   paletteEntrySize: number;
@@ -56,17 +58,15 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
     compression = view.getUint32(12, true);
     colorsUsed = view.getUint32(28, true);
   }
-  if (compression === 1 || compression === 2) {
-    throw new UnconvertibleImageError(
-      "The image is a run-length compressed BMP, which cannot be converted. Please save it as PNG or JPEG.",
-    );
-  }
-  if (compression !== 0 && compression !== 3 && compression !== 6) {
+  if (compression !== 0 && compression !== 1 && compression !== 2 && compression !== 3 && compression !== 6) {
     throw new UnconvertibleImageError(
       "The BMP uses a compression that cannot be converted. Please save it as PNG or JPEG.",
     );
   }
   if (![1, 4, 8, 16, 24, 32].includes(bitsPerPixel)) throw unreadable(`it has ${bitsPerPixel} bits per pixel`);
+  const rle = compression === 1 ? 8 : compression === 2 ? 4 : 0;
+  if (rle !== 0 && bitsPerPixel !== rle)
+    throw unreadable(`its run-length coding does not fit ${bitsPerPixel} bits per pixel`);
   if (width <= 0 || height === 0 || height === -2147483648) throw unreadable("its width or height is out of range");
   const topDown = height < 0;
   height = Math.abs(height);
@@ -90,6 +90,7 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
       blue: view.getUint32(at + 8, true),
       alpha,
     };
+    checkMasks(masks, bitsPerPixel);
   } else if (bitsPerPixel === 16) {
     masks = { red: 0x7c00, green: 0x03e0, blue: 0x001f, alpha: 0 };
   }
@@ -108,6 +109,7 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
     height,
     topDown,
     bitsPerPixel,
+    rle,
     stride,
     palette,
     paletteEntrySize,
@@ -116,53 +118,171 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
   };
 }
 
-function channel(value: number, mask: number): number {
-  if (mask === 0) return 255;
+/**
+ * Refuses colour masks Chromium refuses: a mask with a gap in its bits, or with bits beyond the pixel's
+ * size. Overlapping masks are allowed (each channel reads its own bits), as there.
+ */
+function checkMasks(masks: NonNullable<BmpHeader["masks"]>, bitsPerPixel: number): void {
+  if (bitsPerPixel !== 16 && bitsPerPixel !== 32) throw unreadable(`its colour masks need 16 or 32 bits per pixel`);
+  for (const mask of [masks.red, masks.green, masks.blue, masks.alpha]) {
+    if (bitsPerPixel === 16 && mask > 0xffff) throw unreadable("a colour mask has more bits than a pixel");
+    const low = mask & -mask;
+    // Adding the lowest bit of a mask without a gap carries through all of its bits.
+    if (((mask + low) & mask) !== 0) throw unreadable("a colour mask has a gap in its bits");
+  }
+}
+
+/**
+ * One channel from its mask, as Chromium reads it: up to 8 bits scaled to 0–255, more than 8 bits by their
+ * top 8; a colour channel without a mask is 0, alpha without one is opaque.
+ */
+function channel(value: number, mask: number, absent: number): number {
+  if (mask === 0) return absent;
   const shift = 31 - Math.clz32(mask & -mask);
-  const max = mask >>> shift;
-  return Math.round((((value & mask) >>> shift) * 255) / max);
+  const bits = 32 - Math.clz32(mask >>> shift);
+  const field = ((value & mask) >>> 0) >>> shift;
+  if (bits > 8) return field >>> (bits - 8);
+  return Math.round((field * 255) / ((1 << bits) - 1));
+}
+
+/** Writes palette entry `index` as opaque RGBA at `o`; an index past the palette is black, as in Chromium. */
+function paletteColour(rgba: Uint8Array, o: number, header: BmpHeader, index: number, paletteSize: number): void {
+  if (index >= paletteSize) {
+    rgba[o] = 0;
+    rgba[o + 1] = 0;
+    rgba[o + 2] = 0;
+  } else {
+    const p = index * header.paletteEntrySize;
+    const colors = header.palette as Uint8Array;
+    rgba[o] = colors[p + 2] as number;
+    rgba[o + 1] = colors[p + 1] as number;
+    rgba[o + 2] = colors[p] as number;
+  }
+  rgba[o + 3] = 255;
+}
+
+/**
+ * Whether any pixel of a bit-field BMP with an alpha mask has alpha above zero, reading its rows from
+ * `reader` (at the first stored row) until one does. A file whose alpha is zero everywhere is shown
+ * opaque: its writer left the alpha bits unset.
+ */
+export async function bmpAlphaIsUsed(reader: ByteReader, header: BmpHeader): Promise<boolean> {
+  const alpha = header.masks?.alpha ?? 0;
+  if (alpha === 0 || header.rle !== 0) return false;
+  for (let y = 0; y < header.height; y += 1) {
+    const bytes = await reader.take(header.stride);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let x = 0; x < header.width; x += 1) {
+      const value = header.bitsPerPixel === 16 ? view.getUint16(x * 2, true) : view.getUint32(x * 4, true);
+      if ((value & alpha) !== 0) return true;
+    }
+  }
+  return false;
 }
 
 /**
  * Calls `row` with each row as RGBA in the order the file stores them (bottom row first unless `topDown`),
- * reading one stored row at a time. The caller checks width × height before, so a row is bounded.
+ * reading one stored row at a time. The caller checks width × height before, so a row is bounded. Pass
+ * `opaque` for a file whose alpha mask is unused (`bmpAlphaIsUsed`).
  */
-export async function decodeBmp(reader: ByteReader, header: BmpHeader, row: (rgba: Uint8Array) => void): Promise<void> {
-  const { width, height, bitsPerPixel, palette, paletteEntrySize, masks } = header;
+export async function decodeBmp(
+  reader: ByteReader,
+  header: BmpHeader,
+  row: (rgba: Uint8Array) => void,
+  opaque = false,
+): Promise<void> {
+  if (header.rle !== 0) return decodeRle(reader, header, row);
+  const { width, height, bitsPerPixel, masks } = header;
   const rgba = new Uint8Array(width * 4);
-  const paletteSize = palette ? Math.floor(palette.length / paletteEntrySize) : 0;
+  const paletteSize = header.palette ? Math.floor(header.palette.length / header.paletteEntrySize) : 0;
+  const alphaMask = opaque ? 0 : (masks?.alpha ?? 0);
   for (let y = 0; y < height; y += 1) {
     const bytes = await reader.take(header.stride);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const start = 0;
     for (let x = 0; x < width; x += 1) {
       const o = x * 4;
       if (bitsPerPixel <= 8) {
         const bit = x * bitsPerPixel;
-        const index =
-          ((bytes[start + (bit >> 3)] as number) >> (8 - bitsPerPixel - (bit & 7))) & ((1 << bitsPerPixel) - 1);
-        if (index >= paletteSize) throw unreadable("a pixel refers to a colour outside the palette");
-        const p = index * paletteEntrySize;
-        const colors = palette as Uint8Array;
-        rgba[o] = colors[p + 2] as number;
-        rgba[o + 1] = colors[p + 1] as number;
-        rgba[o + 2] = colors[p] as number;
-        rgba[o + 3] = 255;
+        const index = ((bytes[bit >> 3] as number) >> (8 - bitsPerPixel - (bit & 7))) & ((1 << bitsPerPixel) - 1);
+        paletteColour(rgba, o, header, index, paletteSize);
       } else if (bitsPerPixel === 24 || (bitsPerPixel === 32 && !masks)) {
-        const p = start + x * (bitsPerPixel >> 3);
+        const p = x * (bitsPerPixel >> 3);
         rgba[o] = bytes[p + 2] as number;
         rgba[o + 1] = bytes[p + 1] as number;
         rgba[o + 2] = bytes[p] as number;
-        rgba[o + 3] = 255; // the fourth byte of plain 32-bit BMPs is padding
+        rgba[o + 3] = 255; // the fourth byte of plain 32-bit BMPs is padding (browsers ignore it too)
       } else {
         const m = masks as NonNullable<BmpHeader["masks"]>;
-        const value = bitsPerPixel === 16 ? view.getUint16(start + x * 2, true) : view.getUint32(start + x * 4, true);
-        rgba[o] = channel(value, m.red);
-        rgba[o + 1] = channel(value, m.green);
-        rgba[o + 2] = channel(value, m.blue);
-        rgba[o + 3] = channel(value, m.alpha);
+        const value = bitsPerPixel === 16 ? view.getUint16(x * 2, true) : view.getUint32(x * 4, true);
+        rgba[o] = channel(value, m.red, 0);
+        rgba[o + 1] = channel(value, m.green, 0);
+        rgba[o + 2] = channel(value, m.blue, 0);
+        rgba[o + 3] = channel(value, alphaMask, 255);
       }
     }
     row(rgba);
+  }
+}
+
+/**
+ * BI_RLE8 / BI_RLE4, as Chromium shows them: runs and literal groups that reach past the row's end are cut
+ * there; pixels that an end-of-line, a delta or the end of the bitmap skips are opaque black; a delta past
+ * the last row ends the bitmap; data that ends before the end-of-bitmap code is an incomplete file. Every
+ * step consumes at least two bytes and writes at most what is left of its row, and rows only move forward,
+ * so the work is bounded by the file's length plus the image's area, whatever the codes claim.
+ */
+async function decodeRle(reader: ByteReader, header: BmpHeader, row: (rgba: Uint8Array) => void): Promise<void> {
+  const { width, height, rle } = header;
+  const rgba = new Uint8Array(width * 4);
+  const black = () => {
+    rgba.fill(0);
+    for (let o = 3; o < rgba.length; o += 4) rgba[o] = 255;
+  };
+  black();
+  const paletteSize = header.palette ? Math.floor(header.palette.length / header.paletteEntrySize) : 0;
+  const put = (x: number, index: number) => paletteColour(rgba, x * 4, header, index, paletteSize);
+  let x = 0;
+  let y = 0;
+  /** Hands on the current row and starts the next one black; false once every row is out. */
+  const nextRow = (): boolean => {
+    row(rgba);
+    black();
+    y += 1;
+    x = 0;
+    return y < height;
+  };
+  const two = async () => (reader.available >= 2 ? reader.takeBuffered(2) : reader.take(2));
+  for (;;) {
+    const pair = await two();
+    const count = pair[0] as number;
+    const value = pair[1] as number;
+    if (count > 0) {
+      // A run: `count` pixels of one index (RLE8) or of two alternating indices (RLE4).
+      const end = Math.min(width, x + count);
+      for (let i = 0; x < end; x += 1, i += 1) put(x, rle === 8 ? value : i & 1 ? value & 15 : value >> 4);
+      continue;
+    }
+    if (value === 0) {
+      if (!nextRow()) return;
+    } else if (value === 1) {
+      // End of bitmap: the rest is black.
+      while (nextRow());
+      return;
+    } else if (value === 2) {
+      const delta = await two();
+      const dx = delta[0] as number;
+      const dy = delta[1] as number;
+      const column = x;
+      for (let i = 0; i < dy; i += 1) if (!nextRow()) return;
+      x = Math.min(width, column + dx);
+    } else {
+      // A literal group of `value` indices, padded to a 16-bit boundary.
+      const bytes = await reader.take(rle === 8 ? (value + 1) & ~1 : (((value + 1) >> 1) + 1) & ~1);
+      const end = Math.min(width, x + value);
+      for (let i = 0; x < end; x += 1, i += 1) {
+        const byte = bytes[rle === 8 ? i : i >> 1] as number;
+        put(x, rle === 8 ? byte : i & 1 ? byte & 15 : byte >> 4);
+      }
+    }
   }
 }

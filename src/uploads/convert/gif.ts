@@ -19,7 +19,7 @@ export type GifFrame = {
   width: number;
   height: number;
   interlaced: boolean;
-  /** Entries in the colour table that applies (the local one, else the global one). */
+  /** Entries in the colour table that applies (the local one, else the global one); 0 when there is none. */
   colours: number;
   /** Palette index drawn as transparent (from the Graphic Control Extension before the frame), or null. */
   transparentIndex: number | null;
@@ -129,10 +129,10 @@ async function nextImage(reader: ByteReader, screen: Screen, localTable: Uint8Ar
     if (width === 0 || height === 0) throw unreadable("an image in it has a width or height of zero");
     const hasLocalTable = (packed & 0x80) !== 0;
     const colours = hasLocalTable ? 2 << (packed & 7) : screen.globalColours;
-    if (colours === 0) throw unreadable("an image in it has no colour table");
     if (hasLocalTable) await readColourTable(reader, colours, localTable);
     const minCodeSize = await readByte(reader);
-    if (minCodeSize < 2 || minCodeSize > 8) throw unreadable(`its image data is damaged (code size ${minCodeSize})`);
+    // Code sizes 0 and 1 are outside the GIF specification's 2–8 but decoded by browsers.
+    if (minCodeSize > 8) throw unreadable(`its image data is damaged (code size ${minCodeSize})`);
     const onScreen = left < screen.width && top < screen.height;
     return {
       left,
@@ -284,9 +284,12 @@ async function decodeIndices(reader: ByteReader, image: Image, sink: IndexSink, 
         stringLength[nextCode] = (stringLength[previous] as number) + 1;
         firstIndex[nextCode] = firstIndex[previous] as number;
         nextCode += 1;
-        if (nextCode === 1 << codeSize && codeSize < 12) codeSize += 1;
       }
     }
+    // The code width grows once the next entry needs it, checked after every code as Chromium does: the same
+    // as growing after an addition for code sizes 2–8; with code size 0 or 1 the entry after the clear and
+    // end codes already needs the wider code, so it grows after the first code.
+    if (nextCode >= 1 << codeSize && codeSize < 12) codeSize += 1;
     output(code);
     previous = code;
     return true;
@@ -340,26 +343,26 @@ export async function decodeGifRows(
   if (!image) throw unreadable("it contains no image");
   const table = image.hasLocalTable ? localTable : globalTable;
   const { left, top, visibleWidth, visibleHeight, colours } = image;
+  // Indices past the colour table, and every index of a frame without one, are opaque black, as in browsers.
   const transparent = image.transparentIndex ?? -1;
   const rgba = new Uint8Array(screen.width * 4);
   // One 32-bit store a pixel: the colour table as RGBA words in memory order (the platform's byte order).
   const pixels = new Uint32Array(rgba.buffer);
   const words = new Uint32Array(256);
   const bytes = new Uint8Array(words.buffer);
-  for (let index = 0; index < colours; index += 1) {
-    bytes.set(table.subarray(index * 3, index * 3 + 3), index * 4);
+  for (let index = 0; index < 256; index += 1) {
+    if (index < colours) bytes.set(table.subarray(index * 3, index * 3 + 3), index * 4);
     bytes[index * 4 + 3] = 255;
   }
   const emit = () => {
     row(rgba);
     pixels.fill(0);
   };
-  /** Writes palette indices as RGBA from screen column `x`; an index past the table is refused, not guessed. */
+  /** Writes palette indices as RGBA from screen column `x`. */
   const paint = (x: number, indices: Uint8Array, from: number, count: number) => {
     for (let i = 0; i < count; i += 1) {
       const index = indices[from + i] as number;
       if (index === transparent) continue; // the buffer is already transparent there
-      if (index >= colours) throw unreadable("a pixel refers to a colour outside its colour table");
       pixels[x + i] = words[index] as number;
     }
   };

@@ -1,9 +1,10 @@
 import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
-import { decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
+import { bmpAlphaIsUsed, decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
 import {
   codecShareBytes,
   formatMegabytes,
   formatMegapixels,
+  largeWebpCodecBytes,
   libjpegOverheadBytes,
   maxQuality,
   maxSourceEdge,
@@ -29,7 +30,7 @@ import { orientInPlace } from "./orient";
 import { decodePng, pngDecoderOverheadBytes, pngDecoderPlan, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
 import { fitWithin } from "./resize";
-import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec } from "./webp-codec";
+import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec, webpStatus } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 import { readWebpHeader } from "./webp-header";
 
@@ -118,7 +119,13 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
  *   by a bump pointer per conversion, because libjpeg's small lifelong allocations between large freed
  *   buffers fragmented the heap (measured: 46 MB instead of ~31 over a sequence).
  */
-type Codecs = { turbo: JpegTurbo; scratch: number; codec: WebpCodec };
+type Codecs = {
+  readonly turbo: JpegTurbo;
+  readonly scratch: number;
+  readonly codec: WebpCodec;
+  /** Lets go of the scratch instance now (a conversion that needs none and whose codec grows past its share). */
+  releaseScratch(): void;
+};
 
 const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
 
@@ -129,12 +136,54 @@ function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
   return { turbo, scratch };
 }
 
-let codecs: Codecs | null = null;
+let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
+let codecInstance: WebpCodec | null = null;
+/**
+ * Whether the codec's memory has grown past its share (a large WebP, which let go of the scratch instance).
+ * Conversions that need no scratch keep using it; a JPEG lets go of it first, so the scratch is never held
+ * beside a grown codec.
+ */
+let codecGrown = false;
 
-/** This isolate's instances, created on first use (inside the conversion lock, so by one request). */
-function getCodecs(): Codecs {
-  codecs ??= { ...createTurbo(), codec: createWebpCodec(codecWasm) };
-  return codecs;
+/**
+ * This isolate's instances for one conversion (inside the conversion lock, so by one request): the codec at
+ * once, the scratch instance on first use (a conversion that decodes no JPEG never creates it). Each stays
+ * fixed for the conversion, even if a stalled conversion's successor lets go of them meanwhile
+ * (`releaseInstances`); `releaseScratch` drops this conversion's hold on the scratch too, so it is garbage
+ * while the conversion runs.
+ */
+function getCodecs(kind: StillImageKind): Codecs {
+  if (codecGrown && kind === "jpeg") releaseInstances();
+  codecInstance ??= createWebpCodec(codecWasm);
+  const codec = codecInstance;
+  let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
+  const ownJpeg = () => {
+    if (!jpeg) {
+      jpegInstance ??= createTurbo();
+      jpeg = jpegInstance;
+    }
+    return jpeg;
+  };
+  return {
+    get turbo() {
+      return ownJpeg().turbo;
+    },
+    get scratch() {
+      return ownJpeg().scratch;
+    },
+    codec,
+    releaseScratch() {
+      jpeg = null;
+      jpegInstance = null;
+    },
+  };
+}
+
+/** Lets go of both instances: the next conversion starts from fresh ones. */
+function releaseInstances(): void {
+  jpegInstance = null;
+  codecInstance = null;
+  codecGrown = false;
 }
 
 /**
@@ -154,7 +203,7 @@ async function acquireLock(): Promise<number> {
   while (lock.holder !== 0) {
     if (Date.now() - lock.lastProgress > stalledMs) {
       lock.holder = 0;
-      codecs = null;
+      releaseInstances();
       break;
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
@@ -175,10 +224,19 @@ function releaseLock(ticket: number): void {
   if (lock.holder === ticket) lock.holder = 0;
 }
 
-/** Current linear-memory sizes of this isolate's instances, in bytes (for tests and the benchmark). */
-export function codecMemory(): { scratch: number; codec: number } {
-  const { turbo, codec } = getCodecs();
-  return { scratch: turbo.exports.memory.buffer.byteLength, codec: codec.memoryBytes() };
+/** The codec's memory when the last conversion ended: its high-water mark then. */
+let lastCodecBytes = 0;
+
+/**
+ * Current linear-memory sizes of this isolate's instances in bytes (0 for one not created), and the codec's
+ * size at the end of the last conversion (for tests).
+ */
+export function codecMemory(): { scratch: number; codec: number; lastConversionCodec: number } {
+  return {
+    scratch: jpegInstance?.turbo.exports.memory.buffer.byteLength ?? 0,
+    codec: codecInstance?.memoryBytes() ?? 0,
+    lastConversionCodec: lastCodecBytes,
+  };
 }
 
 /**
@@ -279,7 +337,7 @@ async function convertNow(
   tick: () => void,
   size: { width: number; height: number } | null = null,
 ): Promise<ConvertedImage> {
-  const current = getCodecs();
+  const current = getCodecs(kind);
   let used = 0;
   const context: Context = {
     codecs: current,
@@ -331,10 +389,12 @@ async function convertNow(
     if (context.target) current.codec.free(context.target.pointer);
     if (error instanceof CodecAbort || error instanceof WebAssembly.RuntimeError) {
       // An abort unwound the C stack without its cleanup: start afresh rather than reuse a damaged heap.
-      codecs = null;
+      releaseInstances();
       throw new UnconvertibleImageError("The image file is damaged: its image data cannot be decoded.");
     }
     throw error;
+  } finally {
+    lastCodecBytes = current.codec.memoryBytes();
   }
 }
 
@@ -463,9 +523,17 @@ async function decodeBmpInput(input: ImageInput, context: Context): Promise<Orie
   try {
     const header = await readBmpHeader(reader);
     refuseSourcePixels(header.width, header.height);
-    await streamRows(context, header.width, header.height, !header.mayHaveAlpha, (push) =>
-      decodeBmp(reader, header, push),
-    );
+    // An alpha mask whose bits are zero in every pixel is shown opaque: a first read looks for one that is not.
+    let opaque = !header.mayHaveAlpha;
+    if (!opaque) {
+      const scanner = await openReader(input, truncatedBmp);
+      try {
+        opaque = !(await bmpAlphaIsUsed(scanner, await readBmpHeader(scanner)));
+      } finally {
+        await scanner.cancel();
+      }
+    }
+    await streamRows(context, header.width, header.height, opaque, (push) => decodeBmp(reader, header, push, opaque));
     return header.topDown ? 1 : 4;
   } finally {
     await reader.cancel();
@@ -632,7 +700,9 @@ const truncatedWebp = () =>
 
 /**
  * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
- * to the target size (no full-size buffer). Admission: target + file + encoding within the codec's share.
+ * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
+ * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
+ * instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
@@ -655,13 +725,17 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
     const features = codec.features(file, size);
     if (!features) throw new UnconvertibleImageError("The WebP file is damaged: its header cannot be read.");
     // Decoding holds the file, the target and libwebp's work per source pixel (measured: none for lossy
-    // opaque images, 4 bytes for lossless, 6 for lossy with alpha); encoding comes after the file is freed.
+    // opaque images, 4 bytes for lossless: libwebp 1.2.4 keeps the whole ARGB plane of a VP8L image, also
+    // when decoding incrementally; 6 for lossy with alpha), plus up to 2 MB of tables and rows (measured at
+    // most 1 MB); encoding comes after the file is freed.
     const perSourcePixel = features.format === "lossless" ? 4 : features.hasAlpha ? 6 : 0;
-    const decodeNeed = (pixels: number) => size + target.width * target.height * 4 + 500_000 + pixels * perSourcePixel;
+    const decodeNeed = (pixels: number) =>
+      size + target.width * target.height * 4 + 2_000_000 + pixels * perSourcePixel;
     const sourcePixels = header.width * header.height;
-    if (Math.max(decodeNeed(sourcePixels), encodeMemoryBytes(target.width, target.height)) > codecShareBytes) {
-      const room =
-        perSourcePixel === 0 ? 0 : Math.max(0, Math.floor((codecShareBytes - decodeNeed(0)) / perSourcePixel));
+    const need = Math.max(decodeNeed(sourcePixels), encodeMemoryBytes(target.width, target.height));
+    const limit = perSourcePixel === 0 ? codecShareBytes : largeWebpCodecBytes;
+    if (need > limit) {
+      const room = perSourcePixel === 0 ? 0 : Math.max(0, Math.floor((limit - decodeNeed(0)) / perSourcePixel));
       const kind = features.format === "lossless" ? "a lossless WebP" : "a WebP with transparency";
       throw room > 0
         ? tooLarge(header.width, header.height, room, `${kind} of ${formatMegabytes(size)}`)
@@ -669,8 +743,16 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
             `The image is too large to convert: the ${formatMegabytes(size)} WebP file does not fit beside its ${target.width} × ${target.height} result.`,
           );
     }
+    if (need > codecShareBytes) {
+      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and the grown codec
+      // by the next JPEG conversion, so the two are never held together.
+      context.codecs.releaseScratch();
+      codecGrown = true;
+    }
     const result = allocateTarget(context, target.width, target.height);
     const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);
+    if (status === webpStatus.outOfMemory)
+      throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
     if (status !== 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
     return header.orientation;
   } finally {

@@ -36,6 +36,7 @@ const allowedDepths: Record<number, number[]> = {
 };
 
 const unreadable = (why: string) => new UnconvertibleImageError(`The PNG file cannot be read: ${why}.`);
+const damaged = (why: string) => new UnconvertibleImageError(`The PNG file is damaged: ${why}.`);
 /** The error of a file that ends before what its chunks promise. */
 export const truncatedPng = () =>
   new UnconvertibleImageError(
@@ -80,7 +81,10 @@ export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
     if (!header && type !== "IHDR") throw unreadable("its first chunk is not the image header");
     if (type === "IHDR") {
       if (length !== 13) throw unreadable("its image header has the wrong size");
-      const data = await keepChunk(reader, length, "image header");
+      const data = (await reader.take(length)).slice();
+      // Browsers refuse a PNG whose image header fails its checksum (every other chunk's is ignored, as they do).
+      const crc = new DataView((await reader.take(4)).slice().buffer).getUint32(0);
+      if (crc !== crc32([0x49, 0x48, 0x44, 0x52], data)) throw damaged("its image header fails its checksum");
       const view = new DataView(data.buffer);
       const width = view.getUint32(0);
       const height = view.getUint32(4);
@@ -119,11 +123,35 @@ export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
  */
 export const pngDecoderOverheadBytes = 2_000_000;
 
-/** What png.c needs from the header. */
+let crcTable: Uint32Array | null = null;
+
+/** CRC-32 (ISO 3309, as PNG chunks use it) of the bytes of `parts` in order. */
+function crc32(...parts: ArrayLike<number>[]): number {
+  if (!crcTable) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n += 1) {
+      let c = n;
+      for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let crc = 0xffffffff;
+  for (const part of parts)
+    for (let i = 0; i < part.length; i += 1)
+      crc = (crcTable[(crc ^ (part[i] as number)) & 255] as number) ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/**
+ * What png.c needs from the header. A grey or RGB tRNS key below 16 bits keeps only its low byte, as Chromium
+ * does: an 8-bit image's key 0x0180 makes value 0x80 transparent, a 2-bit image's key 0x0102 value 2, while
+ * a 2-bit key 0x0006 matches no pixel.
+ */
 export function pngDecoderPlan(header: PngHeader): PngDecoderPlan {
   const trns = header.transparency;
+  const mask = header.bitDepth === 16 ? 0xffff : 0xff;
   const word = (at: number) =>
-    trns && trns.length >= at + 2 ? ((trns[at] as number) << 8) | (trns[at + 1] as number) : -1;
+    trns && trns.length >= at + 2 ? (((trns[at] as number) << 8) | (trns[at + 1] as number)) & mask : -1;
   return {
     width: header.width,
     height: header.height,
@@ -135,8 +163,6 @@ export function pngDecoderPlan(header: PngHeader): PngDecoderPlan {
     rgbKey: header.colorType === 2 && trns && trns.length >= 6 ? [word(0), word(2), word(4)] : [-1, -1, -1],
   };
 }
-
-const damaged = (why: string) => new UnconvertibleImageError(`The PNG file is damaged: ${why}.`);
 
 /**
  * Feeds the image data from the reader (positioned by `readPngHeader`) to the codec's PNG decoder, which

@@ -15,7 +15,9 @@ const unreadable = (why: string) => new UnconvertibleImageError(`The WebP file c
 /** Reads the canvas size, alpha and animation flags and the EXIF orientation of a WebP file. */
 export function readWebpHeader(bytes: Uint8Array): WebpHeader {
   const text = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
-  if (bytes.length < 30 || text(0) !== "RIFF" || text(8) !== "WEBP") throw unreadable("it does not start like a WebP");
+  // Only the 12-byte RIFF header is required here: a valid 1 × 1 lossless file has 28 bytes, and each
+  // chunk below is read only when its body holds the fields.
+  if (bytes.length < 12 || text(0) !== "RIFF" || text(8) !== "WEBP") throw unreadable("it does not start like a WebP");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let header: Omit<WebpHeader, "orientation"> | null = null;
   let orientation: Orientation = 1;

@@ -9,6 +9,7 @@ import {
 } from "../../../src/uploads/convert";
 import { codecShareBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
 import {
+  concat,
   decodeWebp,
   encodeJpeg,
   near,
@@ -335,9 +336,11 @@ describe("PNG to WebP", () => {
 
   it("refuses a PNG whose header claims more pixels than the limit, before decoding, naming the limit", async () => {
     const png = await writePng({ width: 2, height: 2, colorType: 0, bitDepth: 8, samples: () => [0] });
-    const patched = png.slice();
-    new DataView(patched.buffer).setUint32(16, 12000);
-    new DataView(patched.buffer).setUint32(20, 9000);
+    // A new IHDR with its CRC (a wrong one is refused first): 8-byte signature, then the 25-byte chunk.
+    const header = png.slice(16, 29);
+    new DataView(header.buffer).setUint32(0, 12000);
+    new DataView(header.buffer).setUint32(4, 9000);
+    const patched = concat([png.subarray(0, 8), pngChunk("IHDR", header), png.subarray(33)]);
     await expect(convertToWebp(patched, "png", { maxEdge: 2560 })).rejects.toThrow(
       "The image is too large to convert: 12000 × 9000 pixels exceeds the limit of 100 megapixels",
     );

@@ -328,6 +328,65 @@ describe("GIF reader: valid files", () => {
     expect((await decode(padded, 3)).rgba).toEqual(omggifFirstFrame(gif));
   });
 
+  it("decodes LZW code size 1 (a 1 × 1 file and a two-colour picture), the code widening after the first code", async () => {
+    const one = Uint8Array.from([...screenBytes(1, 1, 2), ...descriptorBytes(0, 0, 1, 1), ...lzwData([1], 1), 0x3b]);
+    expect([...(await decode(one)).rgba]).toEqual([255, 255, 255, 255]);
+    const indices = pattern(21, 9, 2);
+    const gif = Uint8Array.from([
+      ...screenBytes(21, 9, 2),
+      ...descriptorBytes(0, 0, 21, 9),
+      ...lzwData(indices, 1),
+      0x3b,
+    ]);
+    const expected = indices.flatMap((index) => (index ? [255, 255, 255, 255] : [0, 0, 0, 255]));
+    expect([...(await decode(gif, 3)).rgba]).toEqual(expected);
+  });
+
+  it("reads code sizes 0 and 1 with Chromium's code widths (hand-packed streams, results read from Chromium)", async () => {
+    /** Codes packed LSB first, each at its own width, as one sub-block. */
+    const packed = (minCodeSize: number, codes: [number, number][]) => {
+      const out: number[] = [];
+      let bits = 0;
+      let count = 0;
+      for (const [code, width] of codes) {
+        bits |= code << count;
+        count += width;
+        while (count >= 8) {
+          out.push(bits & 255);
+          bits >>>= 8;
+          count -= 8;
+        }
+      }
+      if (count > 0) out.push(bits & 255);
+      return [minCodeSize, ...subBlocks(out)];
+    };
+    // Code size 1: clear (2 bits), 1 (2 bits), then 3-bit codes: 0, end. Chromium shows white, black.
+    const sizeOne = [...screenBytes(2, 1, 2), ...descriptorBytes(0, 0, 2, 1)];
+    const gif = Uint8Array.from([
+      ...sizeOne,
+      ...packed(1, [
+        [2, 2],
+        [1, 2],
+        [0, 3],
+        [3, 3],
+      ]),
+      0x3b,
+    ]);
+    expect([...(await decode(gif)).rgba]).toEqual([255, 255, 255, 255, 0, 0, 0, 255]);
+    // Code size 0: clear (1 bit), 0 (1 bit), end (2 bits). Chromium shows the first colour.
+    const sizeZero = [...screenBytes(1, 1, 2), ...descriptorBytes(0, 0, 1, 1)];
+    const zero = Uint8Array.from([
+      ...sizeZero,
+      ...packed(0, [
+        [1, 1],
+        [0, 1],
+        [2, 2],
+      ]),
+      0x3b,
+    ]);
+    expect([...(await decode(zero)).rgba]).toEqual([0, 0, 0, 255]);
+  });
+
   it("paints a transparent index outside the colour table as transparent, without refusing it", async () => {
     const data = lzwData([0, 1, 3, 1], 2);
     const gif = Uint8Array.from([
@@ -495,7 +554,7 @@ describe("GIF reader: damaged files", () => {
     ["a zero screen size", null],
     ["a frame of width zero", [...descriptorBytes(0, 0, 0, 4), ...lzwData([0], 2), 0x3b]],
     ["a graphic control extension of 3 bytes", [0x21, 0xf9, 3, 0, 0, 0, 0, 0x3b]],
-    ["LZW code size 1", [...descriptorBytes(0, 0, 1, 1), 1, 1, 0x0c, 0, 0x3b]],
+    ["LZW code size 12", [...descriptorBytes(0, 0, 1, 1), 12, 1, 0, 0, 0x3b]],
     ["LZW code size 9", [...descriptorBytes(0, 0, 1, 1), 9, 1, 0, 0, 0x3b]],
   ])("refuses a malformed structure in the scan: %s", async (_name, tail) => {
     const bytes = tail
@@ -504,19 +563,22 @@ describe("GIF reader: damaged files", () => {
     expect(await refusal(scanGif(readerOf(bytes, 2)))).toMatch(/^The GIF file cannot be read: /);
   });
 
-  it("refuses a frame without any colour table", async () => {
+  it("paints a frame without any colour table opaque black, transparent index aside, as Chromium shows it", async () => {
     const bytes = Uint8Array.from([
       ...signature,
-      ...u16(2),
-      ...u16(2),
+      ...u16(4),
+      ...u16(1),
       0,
       0,
       0,
-      ...descriptorBytes(0, 0, 2, 2),
-      ...lzwData([0, 0, 0, 0], 2),
+      ...[0x21, 0xf9, 4, 1, 0, 0, 2, 0],
+      ...descriptorBytes(0, 0, 4, 1),
+      ...lzwData([0, 1, 2, 3], 2),
       0x3b,
     ]);
-    expect(await refusal(scanGif(readerOf(bytes)))).toMatch(/no colour table/);
+    expect((await scanGif(readerOf(bytes))).firstFrame.colours).toBe(0);
+    const { rgba } = await decode(bytes);
+    expect([...rgba]).toEqual([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 0, 0, 0, 255]);
   });
 
   it.each([
@@ -543,14 +605,15 @@ describe("GIF reader: damaged files", () => {
     expect(await refusal(decodeGifRows(readerOf(bytes), () => undefined))).toMatch(/ends before the image is complete/);
   });
 
-  it("refuses a pixel index beyond the colour table instead of guessing a colour", async () => {
+  it("paints a pixel index beyond the colour table opaque black, as Chromium shows it", async () => {
     const bytes = Uint8Array.from([
       ...screenBytes(4, 1, 2),
       ...descriptorBytes(0, 0, 4, 1),
       ...lzwData([0, 1, 3, 1], 2),
       0x3b,
     ]);
-    expect(await refusal(decodeGifRows(readerOf(bytes), () => undefined))).toMatch(/outside its colour table/);
+    const { rgba } = await decode(bytes);
+    expect([...rgba]).toEqual([0, 0, 0, 255, 255, 255, 255, 255, 0, 0, 0, 255, 255, 255, 255, 255]);
   });
 });
 
