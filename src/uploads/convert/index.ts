@@ -12,7 +12,14 @@ import {
   scratchShareBytes,
 } from "./budget";
 import { ByteReader } from "./byte-reader";
-import { applyToTarget, type ColourTransform, colourTransform, jpegColourTransform, maxProfileBytes } from "./colour";
+import {
+  applyToTarget,
+  type ColourTransform,
+  colourTransform,
+  jpegColourTransform,
+  maxProfileBytes,
+  profileWorkBytes,
+} from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
 import { decodeGifRows, scanGif, truncatedGif } from "./gif";
@@ -707,8 +714,10 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
             `The image is too large to convert: the ${formatMegabytes(size)} WebP file does not fit beside its ${target.width} × ${target.height} result.`,
           );
     }
+    // The transform is made beside the file, before the target exists; a profile whose work would not fit
+    // the share beside this file is ignored.
     const icc = header.iccProfile;
-    if (icc && icc.size <= maxProfileBytes)
+    if (icc && icc.size <= maxProfileBytes && size + profileWorkBytes(icc.size) <= codecShareBytes)
       context.colour = colourTransform(codec, { pointer: file + icc.offset, size: icc.size }, colourKind.rgb, true);
     const result = allocateTarget(context, target.width, target.height);
     const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);
