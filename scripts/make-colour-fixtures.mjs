@@ -326,6 +326,12 @@ const greyJpeg = withJpegProfile(
 );
 // libvips writes CMYK JPEGs the way Photoshop does: Adobe APP14 marker, inverted samples.
 const cmykJpeg = stripJpegProfile(await rgb().toColourspace("cmyk").jpeg(jpegOptions).toBuffer());
+const cmykProgressive = stripJpegProfile(
+  await rgb()
+    .toColourspace("cmyk")
+    .jpeg({ ...jpegOptions, progressive: true })
+    .toBuffer(),
+);
 // The P3 image's own pixels (P3 code values), for a 16-bit copy; libvips reads the 8-bit one as reference.
 const p3Samples = await sharp(p3Jpeg, { ignoreIcc: true }).raw().toBuffer();
 const p3Png = pngWithProfile(p3Samples, { channels: 3, depth: 8, icc: p3Icc });
@@ -358,6 +364,9 @@ const images = {
   "display-p3.webp": { kind: "webp", file: await rgb().withIccProfile("p3").webp({ lossless: true }).toBuffer() },
   "cmyk-embedded.jpg": { kind: "jpeg", file: withJpegProfile(cmykJpeg, cmyk) },
   "cmyk-untagged.jpg": { kind: "jpeg", file: cmykJpeg },
+  "cmyk-embedded-progressive.jpg": { kind: "jpeg", file: withJpegProfile(cmykProgressive, cmyk) },
+  "cmyk-untagged-progressive.jpg": { kind: "jpeg", file: cmykProgressive },
+  "display-p3-palette.png": { kind: "png", file: await rgb().withIccProfile("p3").png({ palette: true }).toBuffer() },
 };
 
 const out = { width: WIDTH, height: HEIGHT, cell: CELL, profiles: {}, images: {} };

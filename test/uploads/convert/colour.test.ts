@@ -66,6 +66,7 @@ function expectClose(actual: number[], expected: number[], tolerance = { mean: 3
  */
 const toleranceOf: Record<string, { mean: number; cast: number }> = {
   "cmyk-untagged.jpg": { mean: 5, cast: 5 },
+  "cmyk-untagged-progressive.jpg": { mean: 5, cast: 5 },
 };
 
 /** The JPEG with its APP2 ICC_PROFILE segments replaced by `segments` (each: sequence, count, data). */
@@ -139,6 +140,9 @@ describe("embedded ICC profiles are applied: the output matches libvips's sRGB r
     ["display-p3.webp", "a Display P3 WebP (VP8X + ICCP)"],
     ["cmyk-embedded.jpg", "an inverted (Adobe) CMYK JPEG through its own embedded profile"],
     ["cmyk-untagged.jpg", "an inverted (Adobe) CMYK JPEG without a profile, through libvips's press profile"],
+    ["cmyk-embedded-progressive.jpg", "a progressive CMYK JPEG through its own embedded profile"],
+    ["cmyk-untagged-progressive.jpg", "a progressive CMYK JPEG without a profile, through libvips's press profile"],
+    ["display-p3-palette.png", "a palette PNG with a Display P3 profile"],
   ];
   for (const [name, what] of cases) {
     const tolerance = toleranceOf[name] ?? { mean: 3, cast: 1.5 };
@@ -318,6 +322,24 @@ describe("bad profiles: the image converts as if it had none, fast and within me
     const longer = concat([profile("grey"), new Uint8Array(1000)]);
     const iccp = await iccpChunkData(await deflate(longer));
     expect(await converted(pngWithIccp(greyPng, iccp), "png")).toEqual(await converted(untaggedPng, "png"));
+  });
+
+  it("WebP whose ICCP chunk holds garbage: the same output as the file without its profile", async () => {
+    const webp = file("display-p3.webp");
+    const text = new TextDecoder("latin1");
+    let pos = 12;
+    while (text.decode(webp.subarray(pos, pos + 4)) !== "ICCP") {
+      pos += 8 + new DataView(webp.buffer, webp.byteOffset + pos + 4).getUint32(0, true);
+      if (pos >= webp.length) throw new Error("the fixture has no ICCP chunk");
+    }
+    const size = new DataView(webp.buffer, webp.byteOffset + pos + 4).getUint32(0, true);
+    const garbage = webp.slice();
+    garbage.subarray(pos + 8, pos + 8 + size).fill(0xa5);
+    const renamed = webp.slice(); // an unknown chunk: readers skip it
+    renamed.set(new TextEncoder().encode("XXXX"), pos);
+    const untagged = await converted(renamed, "webp");
+    expect(untagged).not.toEqual(await converted(webp, "webp"));
+    expect(await converted(garbage, "webp")).toEqual(untagged);
   });
 
   it("PNG whose iCCP data is not zlib: ignored", async () => {
