@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { codecMemory, convertToWebp, type StillImageKind } from "../../../src/uploads/convert";
 import { codecShareBytes } from "../../../src/uploads/convert/budget";
+import { maxProfileBytes, profileWorkBytes } from "../../../src/uploads/convert/colour";
 import { colourKind, createWebpCodec } from "../../../src/uploads/convert/webp-codec";
 import codecWasm from "../../../src/uploads/convert/webp-codec.wasm";
 import fixtures from "./colour-fixtures.json";
@@ -236,6 +237,74 @@ describe("colour transforms in the codec", () => {
   });
 });
 
+/**
+ * The fixture's CMYK profile with its A2B0 table rebuilt on a `grid`⁴ lattice (3 × 16-bit outputs a point,
+ * contents a smooth ramp): a lookup-table profile as large as real press profiles get, to measure lcms's work.
+ */
+function largeCmykProfile(grid: number): Uint8Array {
+  const small = profile("cmyk");
+  const view = new DataView(small.buffer, small.byteOffset, small.byteLength);
+  const tags: { signature: string; body: Uint8Array }[] = [];
+  for (let i = 0; i < view.getUint32(128); i += 1) {
+    const at = 132 + i * 12;
+    const signature = new TextDecoder().decode(small.subarray(at, at + 4));
+    const offset = view.getUint32(at + 4);
+    tags.push({ signature, body: small.subarray(offset, offset + view.getUint32(at + 8)) });
+  }
+  const a2b0 = tags.find((t) => t.signature === "A2B0") as { body: Uint8Array };
+  const points = grid ** 4;
+  const table = new Uint8Array(52 + 16 + points * 6 + 12);
+  table.set(a2b0.body.subarray(0, 52 + 16)); // type, channels, matrix, input tables of the small one
+  table[10] = grid;
+  const tableView = new DataView(table.buffer);
+  for (let p = 0; p < points; p += 1)
+    for (let c = 0; c < 3; c += 1)
+      tableView.setUint16(68 + p * 6 + c * 2, ((p * (c + 1) * 2654435761) >>> 16) & 0xffff);
+  for (let c = 0; c < 3; c += 1) tableView.setUint16(68 + points * 6 + c * 4 + 2, 0xffff);
+  a2b0.body = table;
+  const headerBytes = 128 + 4 + tags.length * 12;
+  const size = tags.reduce((total, t) => total + Math.ceil(t.body.length / 4) * 4, headerBytes);
+  const out = new Uint8Array(size);
+  const outView = new DataView(out.buffer);
+  out.set(small.subarray(0, 128));
+  outView.setUint32(0, size);
+  outView.setUint32(128, tags.length);
+  let offset = headerBytes;
+  tags.forEach((t, i) => {
+    out.set(new TextEncoder().encode(t.signature), 132 + i * 12);
+    outView.setUint32(136 + i * 12, offset);
+    outView.setUint32(140 + i * 12, t.body.length);
+    out.set(t.body, offset);
+    offset += Math.ceil(t.body.length / 4) * 4;
+  });
+  return out;
+}
+
+describe("the memory a profile takes while its transform is made", () => {
+  it("a 3.2 MB lookup-table CMYK profile (27⁴ lattice) is applied within profileWorkBytes and the codec's share", async () => {
+    const big = largeCmykProfile(27);
+    expect(big.length).toBeGreaterThan(3_000_000);
+    expect(big.length).toBeLessThanOrEqual(maxProfileBytes);
+    const cmyk = file("cmyk-untagged.jpg");
+    // Profile-free conversions of the same image first: their high-water mark is the baseline.
+    await converted(cmyk, "jpeg");
+    const before = codecMemory().codec;
+    const pieces = Math.ceil(big.length / 65_000);
+    const segments = Array.from({ length: pieces }, (_, i) => ({
+      sequence: i + 1,
+      count: pieces,
+      data: big.subarray(i * 65_000, (i + 1) * 65_000),
+    }));
+    const tagged = jpegWithSegments(cmyk, segments);
+    const withProfile = await converted(tagged, "jpeg");
+    // The profile is used (it is not libvips's), and what lcms took stayed within the allowance.
+    expect(withProfile).not.toEqual(await converted(cmyk, "jpeg"));
+    const grown = codecMemory().codec - before;
+    expect(grown).toBeLessThanOrEqual(profileWorkBytes(big.length));
+    expect(codecMemory().codec).toBeLessThan(codecShareBytes);
+  });
+});
+
 describe("bad profiles: the image converts as if it had none, fast and within memory", () => {
   const p3 = file("display-p3.jpg");
   const icc = profile("display-p3");
@@ -282,10 +351,11 @@ describe("bad profiles: the image converts as if it had none, fast and within me
     });
   }
 
-  it("JPEG whose segments join to more than the 4 MB profile cap: ignored without being parsed", async () => {
+  it("JPEG whose segments join to more than the 3.5 MB profile cap: ignored without being parsed", async () => {
     const piece = new Uint8Array(65_000);
     piece.set(icc);
-    const segments = Array.from({ length: 62 }, (_, i) => ({ sequence: i + 1, count: 62, data: piece }));
+    const count = Math.ceil(maxProfileBytes / piece.length) + 1;
+    const segments = Array.from({ length: count }, (_, i) => ({ sequence: i + 1, count, data: piece }));
     const started = Date.now();
     expect(await converted(jpegWithSegments(p3, segments), "jpeg")).toEqual(await converted(untaggedJpeg, "jpeg"));
     expect(Date.now() - started).toBeLessThan(5000);
@@ -306,9 +376,9 @@ describe("bad profiles: the image converts as if it had none, fast and within me
     expect(await converted(pngWithIccp(greyPng, iccp), "png")).toEqual(await converted(untaggedPng, "png"));
   });
 
-  it("PNG iCCP inflate bomb (64 MiB of zeros behind a 3.9 MB header): stops at the declared size, fast, within the codec's share", async () => {
+  it("PNG iCCP inflate bomb (64 MiB of zeros behind a header declaring 3.4 MB): stops at the declared size, fast, within the codec's share", async () => {
     const bomb = new Uint8Array(64 * 1024 * 1024);
-    new DataView(bomb.buffer).setUint32(0, 3_900_000);
+    new DataView(bomb.buffer).setUint32(0, 3_400_000);
     const compressed = await deflate(bomb);
     expect(compressed.length).toBeLessThan(400_000);
     const iccp = await iccpChunkData(compressed);
