@@ -6,7 +6,7 @@ import { encodeAlph } from "./alpha-chunk";
  *
  * The module is standalone (no emscripten JS runtime): the Worker gets it as a compiled module (wrangler's
  * CompiledWasm rule) and instantiates it synchronously with the two host functions below, the way native.ts
- * loads the wasi builds. Its memory starts at 1 MiB and grows by exactly what malloc asks for, up to the
+ * loads the wasi builds. Its memory starts at 2 MiB and grows by exactly what malloc asks for, up to the
  * cap set in build.sh (80 MiB); it never shrinks, so the instance costs its high-water mark for its life.
  *
  * Encoding: the RGBA is imported as opaque and freed once libwebp holds its YUV copy (5.6 bytes per output
