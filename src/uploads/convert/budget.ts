@@ -22,7 +22,7 @@ export const libjpegOverheadBytes = 2 * megabyte;
 
 /**
  * Our libwebp build's memory: the target image, a WebP input file, and the encoding (5.6 bytes per output
- * pixel + 1 MiB: 37.7 MB at 2560 × 2560).
+ * pixel + 2 MiB: 38.8 MB at 2560 × 2560).
  */
 export const codecShareBytes = 48 * megabyte;
 
