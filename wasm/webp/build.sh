@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4) and zlib's
-# inflate (Debian's source package, 1.2.13) plus our code (codec.c: WebP glue; png.c: PNG image data;
-# resize.c: the streaming downscaler), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
+# Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4), zlib's
+# inflate (Debian's source package, 1.2.13) and Little CMS (Debian's source package, 2.14) plus our code
+# (codec.c: WebP glue; png.c: PNG image data; resize.c: the streaming downscaler; colour.c: ICC profiles to
+# sRGB), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
 # once into the build directory (reused later), compiles everything again and overwrites the output.
 #
-# Sources: libwebp and zlib only ever come from `apt-get source` (Debian's archive, with Debian's patches,
-# among them libwebp's CVE-2023-4863 fix), emcc only from Debian's `emscripten` package. Nothing is fetched
-# from anywhere else, and no libwebp or zlib file is committed.
+# Sources: libwebp, zlib and lcms2 only ever come from `apt-get source` (Debian's archive, with Debian's
+# patches, among them libwebp's CVE-2023-4863 fix), emcc only from Debian's `emscripten` package, the
+# fallback CMYK profile from Debian's nip2 package (`apt-get download`). Nothing is fetched from anywhere
+# else, and no libwebp, zlib or lcms2 file is committed.
 #
 # Usage: npm run build:wasm   (needs root for apt, or a libwebp-1.2.4 tree already in $WEBP_BUILD_DIR)
 set -euo pipefail
@@ -17,6 +19,10 @@ OUT="$ROOT/src/uploads/convert/webp-codec.wasm"
 BUILD=${WEBP_BUILD_DIR:-${TMPDIR:-/tmp}/storefront-webp-codec}
 VERSION=1.2.4
 ZLIB_VERSION=1.2.13
+LCMS_VERSION=2.14
+# libvips's built-in CMYK profile ("Chemical proof", Graeme W. Gill, released into the public domain), which
+# Debian ships in nip2 (libvips's GUI) as /usr/share/nip2/data/cmyk.icm; pinned by its digest.
+CMYK_PROFILE_SHA256=156e7c14f244cfc4ed83a755ca4803d80e15dd249b40fae82cb127d3902e15c7
 # Heap limit baked into the module: past it malloc returns 0 (a refusal) instead of the isolate being killed.
 MAX_MEMORY=${WEBP_MAX_MEMORY:-83886080}
 
@@ -63,16 +69,41 @@ if [ -z "$ZSRC" ]; then
   [ -n "$ZSRC" ] || { echo "apt-get source did not unpack zlib-$ZLIB_VERSION (is this Debian bookworm?)" >&2; exit 1; }
 fi
 echo "zlib: $(head -1 "$ZSRC/debian/changelog")"
+LSRC=$(find "$BUILD" -maxdepth 1 -type d -name "lcms2-$LCMS_VERSION" | head -1)
+if [ -z "$LSRC" ]; then
+  (cd "$BUILD" && apt-get source lcms2)
+  LSRC=$(find "$BUILD" -maxdepth 1 -type d -name "lcms2-$LCMS_VERSION" | head -1)
+  [ -n "$LSRC" ] || { echo "apt-get source did not unpack lcms2-$LCMS_VERSION (is this Debian bookworm?)" >&2; exit 1; }
+fi
+echo "lcms2: $(head -1 "$LSRC/debian/changelog")"
+PROFILE="$BUILD/nip2/usr/share/nip2/data/cmyk.icm"
+if [ ! -f "$PROFILE" ]; then
+  (cd "$BUILD" && rm -f nip2_*.deb && apt-get download nip2 && dpkg-deb -x nip2_*.deb nip2)
+fi
+echo "$CMYK_PROFILE_SHA256  $PROFILE" | sha256sum -c --quiet - ||
+  { echo "$PROFILE is not the pinned CMYK profile" >&2; exit 1; }
 
 # -msse4.1 (implies SSE2) makes libwebp compile its SSE2/SSE4.1 code, which emscripten's x86 intrinsics
 # headers translate to wasm SIMD (-msimd128). The NEON/MIPS/MSA files only hold stubs on this target.
-CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -I"$SRC" -I"$ZSRC" -Wall)
+# CMS_NO_PTHREADS: lcms2 guards its plugin registry with a mutex; the module is single-threaded.
+CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -DCMS_NO_PTHREADS=1 -I"$SRC" -I"$ZSRC" -I"$LSRC/include" -Wall)
 OBJ="$BUILD/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
+# The CMYK profile as a C array (read only, in the module's data), for colour.c.
+NODE=$(command -v node || echo "$ROOT/node_modules/.bin/node")
+"$NODE" -e '
+  const bytes = require("fs").readFileSync(process.argv[1]);
+  const rows = [];
+  for (let i = 0; i < bytes.length; i += 32) rows.push(Array.from(bytes.subarray(i, i + 32)).join(","));
+  process.stdout.write(`const unsigned char cmyk_fallback_profile[] = {\n${rows.join(",\n")}\n};\n` +
+    `const unsigned int cmyk_fallback_profile_size = ${bytes.length};\n`);
+' "$PROFILE" >"$BUILD/cmyk_profile.c"
 # sharpyuv/ is part of the encoder in 1.2.4 (its optional sharp RGB->YUV conversion); mux/demux are not needed.
 FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src/enc/*.c "$SRC"/sharpyuv/*.c |
   grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
+# Little CMS whole (the linker drops what colour.c does not reach).
+LFILES=$(ls "$LSRC"/src/*.c | grep -v -e cmscgats -e cmsps2)
 # Only zlib's inflate side: PNG image data is read, never written.
 ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
 # One object per file, as many at a time as there are cores; names keep the directory because dec/ and enc/
@@ -80,25 +111,26 @@ ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
 compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
 export -f compile
 export OBJ CFLAGS_STRING="${CFLAGS[*]}"
-printf '%s\n' $FILES $ZFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/resize.c" |
+printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/resize.c" "$HERE/colour.c" \
+  "$BUILD/cmyk_profile.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 
 # Standalone module: no emscripten JS glue (whose factory is asynchronous and ~20 KB of JS written for
 # browsers), so the Worker instantiates it synchronously from the compiled module with a two-function import
 # object (webp-codec.ts). Memory grows by exactly the pages malloc asks for (standalone emscripten_resize_heap,
-# dlmalloc without mmap), starting from 1 MiB: the instance's size is the true high-water mark of its heap.
+# dlmalloc without mmap), starting from 2 MiB (1.25 MB of it static data, 0.96 MB of which is the fallback
+# CMYK profile): the instance's size is the true high-water mark of its heap.
 # The 256 KiB stack is ~40 times what was measured (6.7 KB for a 12 MP encode at method 6, 1.9 KB to decode).
 # write_output is meant to stay undefined (an import), so emcc's "undefined symbol: write_output" warning is
 # expected; the import check below fails the build on anything else.
 emcc -O3 -msimd128 "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
   --no-entry -sSTANDALONE_WASM=1 -sALLOW_MEMORY_GROWTH=1 \
-  -sINITIAL_MEMORY=1048576 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
+  -sINITIAL_MEMORY=2097152 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
   -sERROR_ON_UNDEFINED_SYMBOLS=0 \
-  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed
+  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed,_colour_create,_colour_apply,_colour_free,_colour_inflate
 
 # ERROR_ON_UNDEFINED_SYMBOLS=0 lets write_output become an import; check that nothing else slipped through
 # as one (a missing libwebp file would otherwise only fail when the Worker instantiates the module).
-NODE=$(command -v node || echo "$ROOT/node_modules/.bin/node")
 "$NODE" -e '
   const m = new WebAssembly.Module(require("fs").readFileSync(process.argv[1]));
   const got = WebAssembly.Module.imports(m).map((i) => `${i.module}.${i.name}`).sort().join(" ");

@@ -22,18 +22,18 @@ export const libjpegOverheadBytes = 2 * megabyte;
 
 /**
  * Our libwebp build's memory: the target image, a WebP input file, and the encoding (5.6 bytes per output
- * pixel + 1 MiB: 37.7 MB at 2560 × 2560).
+ * pixel + 2 MiB: 38.8 MB at 2560 × 2560).
  */
 export const codecShareBytes = 48 * megabyte;
 
 /**
  * What a lossless or transparent WebP's decoding may take of the codec's memory (file, target, libwebp's
  * 4 or 6 bytes per source pixel, tables), past the codec's share: the codec's cap (80 MiB, build.sh) less
- * its first 1 MiB and a margin. Such a conversion lets go of the scratch instance, and the next JPEG of the
+ * its first 2 MiB (static data, the fallback CMYK profile among it) and a margin. Such a conversion lets go of the scratch instance, and the next JPEG of the
  * grown codec (index.ts), so the isolate never holds this beside the scratch. 12 MP lossless: 48 MB
  * of ARGB plane + 19.7 MB of 2560 × 1920 target + 2 MB + the file (≤ ~12 MB).
  */
-export const largeWebpCodecBytes = 82 * megabyte;
+export const largeWebpCodecBytes = 81 * megabyte;
 
 /**
  * Largest `MAX_IMAGE_EDGE` the plan holds: a 2560 × 2560 target and its encoding fit the codec's share with

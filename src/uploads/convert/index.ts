@@ -13,6 +13,14 @@ import {
   scratchShareBytes,
 } from "./budget";
 import { ByteReader } from "./byte-reader";
+import {
+  applyToTarget,
+  type ColourTransform,
+  colourTransform,
+  jpegColourTransform,
+  maxProfileBytes,
+  profileWorkBytes,
+} from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
 import { decodeGifRows, scanGif, truncatedGif } from "./gif";
@@ -30,7 +38,14 @@ import { orientInPlace } from "./orient";
 import { decodePng, pngDecoderOverheadBytes, pngDecoderPlan, readPngHeader, truncatedPng } from "./png";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
 import { fitWithin } from "./resize";
-import { type CodecResizer, createWebpCodec, encodeMemoryBytes, type WebpCodec, webpStatus } from "./webp-codec";
+import {
+  type CodecResizer,
+  colourKind,
+  createWebpCodec,
+  encodeMemoryBytes,
+  type WebpCodec,
+  webpStatus,
+} from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 import { readWebpHeader } from "./webp-header";
 
@@ -327,6 +342,8 @@ type Context = {
   tick: () => void;
   /** The target, once allocated (freed by the encoder, or here on failure). */
   target: Target | null;
+  /** The embedded profile's grey or RGB transform, applied to the target once decoded (colour.ts). */
+  colour: ColourTransform | null;
 };
 
 async function convertNow(
@@ -354,6 +371,7 @@ async function convertNow(
     size,
     tick,
     target: null,
+    colour: null,
   };
   try {
     let orientation: Orientation = 1;
@@ -377,6 +395,13 @@ async function convertNow(
     tick();
     const target = context.target as Target | null;
     if (!target) throw new Error("the decoder produced no image");
+    const colour = context.colour as ColourTransform | null;
+    if (colour) {
+      // On the reduced image: a few megapixels, whatever the source's size.
+      context.colour = null;
+      applyToTarget(current.codec, colour, target.pointer, target.width * target.height);
+      tick();
+    }
     const { width, height } = orientInPlace(
       current.codec.heap(target.pointer, target.width * target.height * 4),
       target.width,
@@ -387,6 +412,7 @@ async function convertNow(
     return converted(current.codec.encode(target.pointer, width, height, { quality, method: 2 }), width, height);
   } catch (error) {
     if (context.target) current.codec.free(context.target.pointer);
+    if (context.colour) current.codec.freeColour(context.colour.handle);
     if (error instanceof CodecAbort || error instanceof WebAssembly.RuntimeError) {
       // An abort unwound the C stack without its cleanup: start afresh rather than reuse a damaged heap.
       releaseInstances();
@@ -450,27 +476,38 @@ async function streamRows(
   height: number,
   opaque: boolean,
   decode: (push: (row: Uint8Array) => void) => void | Promise<void>,
-  options: { size?: { width: number; height: number }; channels?: 3 | 4 } = {},
+  options: { size?: { width: number; height: number }; channels?: 3 | 4; ink?: ColourTransform } = {},
 ): Promise<void> {
-  const channels = options.channels ?? 4;
-  const resizer = createResizer(context, width, height, {
-    opaque: opaque || channels === 3,
-    channels,
-    size: options.size,
-  });
+  const codec = context.codecs.codec;
+  // CMYK rows (4 bytes a pixel) land in a block of their own and leave the colour transform as RGB rows.
+  const ink = options.ink;
+  const channels = ink ? 3 : (options.channels ?? 4);
+  const inkRow = ink ? codec.malloc(width * 4) : 0;
+  if (ink && inkRow === 0)
+    throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
   try {
-    // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
-    const row = context.codecs.codec.heap(resizer.row, width * channels);
-    let pushed = 0;
-    await decode((source) => {
-      row.set(source.length === row.length ? source : source.subarray(0, row.length));
-      resizer.push();
-      pushed += 1;
-      if ((pushed & 63) === 0) context.tick();
+    const resizer = createResizer(context, width, height, {
+      opaque: opaque || channels === 3,
+      channels,
+      size: options.size,
     });
-    if (pushed !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
+    try {
+      // The codec's memory does not grow while rows stream (nothing else allocates there), so the view stays valid.
+      const row = ink ? codec.heap(inkRow, width * 4) : codec.heap(resizer.row, width * channels);
+      let pushed = 0;
+      await decode((source) => {
+        row.set(source.length === row.length ? source : source.subarray(0, row.length));
+        if (ink) codec.applyColour(ink.handle, inkRow, resizer.row, width);
+        resizer.push();
+        pushed += 1;
+        if ((pushed & 63) === 0) context.tick();
+      });
+      if (pushed !== height) throw new UnconvertibleImageError("The image data ends before its last row.");
+    } finally {
+      resizer.free();
+    }
   } finally {
-    resizer.free();
+    if (inkRow) codec.free(inkRow);
   }
 }
 
@@ -490,6 +527,12 @@ async function decodePngInput(input: ImageInput, context: Context): Promise<Orie
       // Even rows: 4 bytes a pixel for half the rows, 2 bytes per source pixel.
       if (Math.ceil(header.height / 2) * header.width * 4 > room)
         throw tooLarge(header.width, header.height, Math.floor(room / 2), "an interlaced PNG");
+    }
+    if (header.iccProfile) {
+      const profile = context.codecs.codec.inflateProfile(header.iccProfile, maxProfileBytes);
+      const grey = header.colorType === 0 || header.colorType === 4;
+      if (profile)
+        context.colour = colourTransform(context.codecs.codec, profile, grey ? colourKind.grey : colourKind.rgb);
     }
     // 8-bit RGB scanlines go to the resizer as they are; other layouts are widened to RGBA first.
     const direct = header.colorType === 2 && header.bitDepth === 8 && !header.mayHaveAlpha && !header.interlaced;
@@ -606,12 +649,35 @@ async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientat
   context.tick();
   const header = readJpegHeader(bytes);
   refuseSourcePixels(header.width, header.height);
-  if (header.progressive) await decodeProgressiveJpeg(bytes, header, context);
-  else await decodeBaselineJpeg(bytes, header, context);
+  // Made before decoding: the profile's segments are views of the file, and lcms's parsing memory is freed
+  // before the target is allocated.
+  const colour = jpegColourTransform(
+    context.codecs.codec,
+    header.iccSegments,
+    header.components.length,
+    header.adobeTransform !== null,
+  );
+  const ink = colour && header.components.length === 4 ? colour : null;
+  if (!ink) context.colour = colour;
+  try {
+    if (header.progressive) await decodeProgressiveJpeg(bytes, header, context, ink);
+    else await decodeBaselineJpeg(bytes, header, context, ink);
+  } finally {
+    if (ink) context.codecs.codec.freeColour(ink.handle);
+  }
   return header.orientation;
 }
 
-async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Promise<void> {
+/**
+ * Baseline JPEG. CMYK rows go through `ink`, the embedded (or built-in) profile's transform, when there is
+ * one; the plain formula is only left for a codec whose memory cannot hold the transform.
+ */
+async function decodeBaselineJpeg(
+  bytes: Uint8Array,
+  header: JpegHeader,
+  context: Context,
+  ink: ColourTransform | null,
+): Promise<void> {
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const m = coveringScale(width, height, target);
@@ -641,7 +707,7 @@ async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context
   const decoded = heapBytes(context.codecs.turbo, destination, need);
   const inverted = header.adobeTransform !== null;
   const rowBytes = outWidth * channels;
-  const cmykRow = cmyk ? new Uint8Array(outWidth * 4) : null;
+  const cmykRow = cmyk && !ink ? new Uint8Array(outWidth * 4) : null;
   // The target keeps the original's proportions (the M/8 scale rounds up its edges).
   await streamRows(
     context,
@@ -665,15 +731,27 @@ async function decodeBaselineJpeg(bytes: Uint8Array, header: JpegHeader, context
         push(cmykRow);
       }
     },
-    { size: target, channels: cmyk ? 4 : 3 },
+    { size: target, channels: cmyk ? 4 : 3, ink: ink ?? undefined },
   );
 }
 
-async function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, context: Context): Promise<void> {
+async function decodeProgressiveJpeg(
+  bytes: Uint8Array,
+  header: JpegHeader,
+  context: Context,
+  ink: ColourTransform | null,
+): Promise<void> {
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const n = coveringScale(width, height, target);
-  const plan = { width, height, components: header.components, n, adobeTransform: header.adobeTransform };
+  const plan = {
+    width,
+    height,
+    components: header.components,
+    n,
+    adobeTransform: header.adobeTransform,
+    inkRows: ink !== null,
+  };
   const storageSize = progressiveStorageBytes(plan);
   if (storageSize > context.scratchLeft()) {
     throw tooLarge(
@@ -691,7 +769,7 @@ async function decodeProgressiveJpeg(bytes: Uint8Array, header: JpegHeader, cont
     scaled(height, n),
     true,
     (push) => decodeProgressive(bytes, plan, storage, push, memory),
-    { size: target },
+    { size: target, ink: ink ?? undefined },
   );
 }
 
@@ -749,6 +827,11 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
       context.codecs.releaseScratch();
       codecGrown = true;
     }
+    // The transform is made beside the file, before the target exists; a profile whose work would not fit
+    // the share beside this file is ignored.
+    const icc = header.iccProfile;
+    if (icc && icc.size <= maxProfileBytes && size + profileWorkBytes(icc.size) <= codecShareBytes)
+      context.colour = colourTransform(codec, { pointer: file + icc.offset, size: icc.size }, colourKind.rgb, true);
     const result = allocateTarget(context, target.width, target.height);
     const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);
     if (status === webpStatus.outOfMemory)

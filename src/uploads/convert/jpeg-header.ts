@@ -13,7 +13,14 @@ export type JpegHeader = {
   orientation: Orientation;
   /** The Adobe APP14 colour transform (0 none/CMYK, 1 YCbCr, 2 YCCK), or null without that marker. */
   adobeTransform: number | null;
+  /** The APP2 `ICC_PROFILE` segments in file order (views of the file), joined by colour.ts. */
+  iccSegments: IccSegment[];
 };
+
+/** One APP2 piece of an embedded ICC profile: its 1-based sequence number, the declared count, its bytes. */
+export type IccSegment = { sequence: number; count: number; data: Uint8Array };
+
+const iccSignature = "ICC_PROFILE\0";
 
 /** Index just past the entropy-coded data that starts at `from`: the next marker that is not a stuffed byte or RSTn. */
 export function skipEntropyData(bytes: Uint8Array, from: number): number {
@@ -51,7 +58,8 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
   const corrupt = (why: string) => new UnconvertibleImageError(`The JPEG file cannot be read: ${why}.`);
   if (bytes[0] !== 0xff || bytes[1] !== 0xd8) throw corrupt("it does not start like a JPEG image");
   let pos = 2;
-  let frame: Omit<JpegHeader, "orientation" | "adobeTransform"> | null = null;
+  let frame: Omit<JpegHeader, "orientation" | "adobeTransform" | "iccSegments"> | null = null;
+  const iccSegments: IccSegment[] = [];
   let orientation: Orientation = 1;
   let sawExif = false;
   let adobeTransform: number | null = null;
@@ -123,6 +131,8 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
     } else if (marker === 0xe1 && !sawExif && body.length > 6 && body[0] === 0x45 && body[1] === 0x78) {
       sawExif = true;
       orientation = exifOrientation(body);
+    } else if (marker === 0xe2 && body.length > 14 && String.fromCharCode(...body.subarray(0, 12)) === iccSignature) {
+      iccSegments.push({ sequence: body[12] as number, count: body[13] as number, data: body.subarray(14) });
     } else if (marker === 0xee && body.length >= 12 && new TextDecoder().decode(body.subarray(0, 5)) === "Adobe") {
       adobeTransform = body[11] as number;
     } else if (marker === 0xda) {
@@ -134,7 +144,7 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
     pos += 2 + length;
   }
   if (!frame || scans === 0) throw corrupt("it contains no image data");
-  return { ...frame, orientation, adobeTransform };
+  return { ...frame, orientation, adobeTransform, iccSegments };
 }
 
 /**

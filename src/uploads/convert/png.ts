@@ -1,4 +1,5 @@
 import type { ByteReader } from "./byte-reader";
+import { maxProfileBytes } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import { exifOrientation, type Orientation } from "./exif";
 import { type CodecPngDecoder, type PngDecoderPlan, pngStatus } from "./webp-codec";
@@ -25,7 +26,12 @@ export type PngHeader = {
   transparency: Uint8Array | null;
   /** Length of the first IDAT chunk, whose data the reader is positioned at. */
   firstDataLength: number;
+  /** The iCCP chunk's compressed profile (zlib data, inflated by colour.ts), or null. */
+  iccProfile: Uint8Array | null;
 };
+
+/** Largest iCCP chunk kept: a profile of `maxProfileBytes` compresses to less; larger chunks are skipped. */
+const maxIccChunk = maxProfileBytes;
 
 const allowedDepths: Record<number, number[]> = {
   0: [1, 2, 4, 8, 16],
@@ -75,6 +81,7 @@ export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
   let palette: Uint8Array | null = null;
   let transparency: Uint8Array | null = null;
   let orientation: Orientation = 1;
+  let iccProfile: Uint8Array | null = null;
   for (;;) {
     if (await reader.atEnd()) throw truncatedPng();
     const { length, type } = await readChunkHeader(reader);
@@ -104,10 +111,16 @@ export async function readPngHeader(reader: ByteReader): Promise<PngHeader> {
       transparency = await keepChunk(reader, length, "transparency");
     } else if (type === "eXIf" && length <= maxKeptChunk) {
       orientation = exifOrientation(await keepChunk(reader, length, "EXIF data"));
+    } else if (type === "iCCP" && length <= maxIccChunk && !iccProfile) {
+      // Name (1–79 bytes), NUL, compression method 0, then the zlib stream; anything else: no profile.
+      const data = (await reader.take(length)).slice();
+      await reader.skip(4);
+      const end = data.indexOf(0);
+      if (end >= 1 && end <= 79 && data[end + 1] === 0) iccProfile = data.subarray(end + 2);
     } else if (type === "IDAT" && header) {
       if (header.colorType === 3 && !palette) throw unreadable("it is a palette image without a palette");
       const mayHaveAlpha = header.colorType === 4 || header.colorType === 6 || transparency !== null;
-      return { ...header, mayHaveAlpha, orientation, palette, transparency, firstDataLength: length };
+      return { ...header, mayHaveAlpha, orientation, palette, transparency, firstDataLength: length, iccProfile };
     } else if (type === "IEND") {
       throw unreadable("it contains no image data");
     } else {

@@ -43,6 +43,11 @@ export type ProgressivePlan = {
    */
   n: number;
   adobeTransform: number | null;
+  /**
+   * CMYK and YCCK rows leave as their four ink bytes, as stored (YCCK's colour turned back into CMY), the
+   * way libjpeg delivers CMYK, for an ICC transform to turn into RGB (colour.ts); otherwise as RGBA by formula.
+   */
+  inkRows?: boolean;
 };
 
 /**
@@ -845,7 +850,7 @@ function decodeWithCore(
           outWidth,
         );
       } else {
-        otherRow(kind, inverted, planes, sourceRows, columnMaps, rgba, outWidth);
+        otherRow(kind, inverted, plan.inkRows === true, planes, sourceRows, columnMaps, rgba, outWidth);
       }
       row(rgba);
       emitted += 1;
@@ -929,7 +934,7 @@ function emitRows(
           outWidth,
         );
       } else {
-        otherRow(kind, inverted, planes, sourceRows, columnMaps, rgba, outWidth);
+        otherRow(kind, inverted, plan.inkRows === true, planes, sourceRows, columnMaps, rgba, outWidth);
       }
       row(rgba);
       emitted += 1;
@@ -1038,6 +1043,7 @@ function yccRow(
 function otherRow(
   kind: ReturnType<typeof colourModel>,
   inverted: boolean,
+  inkRows: boolean,
   planes: Uint8Array[],
   sourceRows: Int32Array,
   columnMaps: Int32Array[],
@@ -1056,6 +1062,23 @@ function otherRow(
       r = sample(0, x);
       gg = sample(1, x);
       b = sample(2, x);
+    } else if (inkRows) {
+      const o = x * 4;
+      if (kind === "cmyk") {
+        rgba[o] = sample(0, x);
+        rgba[o + 1] = sample(1, x);
+        rgba[o + 2] = sample(2, x);
+      } else {
+        // YCCK: YCbCr of the inverted CMY bytes, as libjpeg turns it back.
+        const y = sample(0, x);
+        const cb = sample(1, x) - 128;
+        const cr = sample(2, x) - 128;
+        rgba[o] = 255 - clamp(y + 1.402 * cr);
+        rgba[o + 1] = 255 - clamp(y - 0.344136 * cb - 0.714136 * cr);
+        rgba[o + 2] = 255 - clamp(y + 1.772 * cb);
+      }
+      rgba[o + 3] = sample(3, x);
+      continue;
     } else if (kind === "cmyk") {
       const k = sample(3, x);
       r = cmykChannel(sample(0, x), k, inverted);

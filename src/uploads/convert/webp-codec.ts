@@ -6,7 +6,7 @@ import { encodeAlph } from "./alpha-chunk";
  *
  * The module is standalone (no emscripten JS runtime): the Worker gets it as a compiled module (wrangler's
  * CompiledWasm rule) and instantiates it synchronously with the two host functions below, the way native.ts
- * loads the wasi builds. Its memory starts at 1 MiB and grows by exactly what malloc asks for, up to the
+ * loads the wasi builds. Its memory starts at 2 MiB and grows by exactly what malloc asks for, up to the
  * cap set in build.sh (80 MiB); it never shrinks, so the instance costs its high-water mark for its life.
  *
  * Encoding: the RGBA is imported as opaque and freed once libwebp holds its YUV copy (5.6 bytes per output
@@ -53,18 +53,33 @@ type CodecExports = {
   png_input(png: number): number;
   png_input_size(): number;
   png_feed(png: number, size: number): number;
+  colour_create(profile: number, size: number, kind: number): number;
+  colour_apply(transform: number, input: number, output: number, count: number): void;
+  colour_free(transform: number): void;
+  colour_inflate(data: number, size: number, cap: number, outSize: number): number;
   _initialize(): void;
 };
 
 /**
  * Upper bound of the codec's memory after encoding width × height at quality ≤ 85 and method ≤ 2, starting
- * from a fresh instance: the 1 MiB it starts with plus 5.6 bytes per pixel (measured: at most 5.39 B/px above
- * 1 MiB, for noise and photos from 1000 × 700 to 2560 × 2560; alpha adds nothing here, it is coded in JS).
- * Quality 90 and above need 8.5 B/px (libwebp's partition buffers double once more).
+ * from a fresh instance: the 2 MiB it starts with (1.25 MB of static data, most of it the fallback CMYK
+ * profile) plus 5.6 bytes per pixel (measured: at most 5.39 B/px above the start, for noise and photos from
+ * 1000 × 700 to 2560 × 2560; alpha adds nothing here, it is coded in JS). Quality 90 and above need 8.5 B/px
+ * (libwebp's partition buffers double once more).
  */
 export function encodeMemoryBytes(width: number, height: number): number {
-  return 1_048_576 + Math.ceil(5.6 * width * height);
+  return initialMemoryBytes + Math.ceil(5.6 * width * height);
 }
+
+/** The codec's memory when instantiated (build.sh's INITIAL_MEMORY). */
+export const initialMemoryBytes = 2_097_152;
+
+/**
+ * What colour.c's transforms take: grey (the R byte of RGBA, in place), RGB (RGBA in place), CMYK rows (4
+ * bytes a pixel) to RGB rows (3 bytes a pixel), plain (0 = no ink) or inverted as Adobe's files store it.
+ */
+export const colourKind = { grey: 1, rgb: 3, cmyk: 4, cmykInverted: 5 } as const;
+export type ColourKind = (typeof colourKind)[keyof typeof colourKind];
 
 /** libwebp's VP8StatusCode, as returned by decodeScaled. */
 export const webpStatus = {
@@ -206,6 +221,20 @@ export type WebpCodec = {
   ): CodecResizer | null;
   /** A PNG data decoder handing its rows to `resizer` (whose source size is the image's); null without memory. */
   createPngDecoder(plan: PngDecoderPlan, resizer: CodecResizer): CodecPngDecoder | null;
+  /**
+   * A transform to sRGB from the ICC profile at `profile` (`size` bytes, in the codec's memory; 0 for the
+   * built-in press CMYK profile) for pixels of `kind`; 0 when lcms refuses the profile, its colour space is
+   * not the image's, or memory runs out. The profile's bytes may be freed as soon as this returns.
+   */
+  createColourTransform(profile: number, size: number, kind: ColourKind): number;
+  /** Runs `transform` over `count` pixels from `input` to `output` (the same RGBA for grey and RGB). */
+  applyColour(transform: number, input: number, output: number, count: number): void;
+  freeColour(transform: number): void;
+  /**
+   * Inflates a PNG iCCP chunk's zlib data into a newly malloc'd profile of the size its header declares, at
+   * most `cap` bytes (nothing beyond is ever inflated); null when the data is not exactly such a profile.
+   */
+  inflateProfile(data: Uint8Array, cap: number): { pointer: number; size: number } | null;
 };
 
 const formats = ["mixed", "lossy", "lossless"] as const;
@@ -330,6 +359,20 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     };
   };
 
+  const inflateProfile = (data: Uint8Array, cap: number): { pointer: number; size: number } | null => {
+    const input = exports.malloc(data.length);
+    if (input === 0) return null;
+    try {
+      heap(input, data.length).set(data);
+      // The profile's size comes back in the first of the feature fields (free between calls).
+      const pointer = exports.colour_inflate(input, data.length, cap, featureFields);
+      if (pointer === 0) return null;
+      return { pointer, size: new Uint32Array(exports.memory.buffer, featureFields, 1)[0] as number };
+    } finally {
+      exports.free(input);
+    }
+  };
+
   return {
     malloc: (size) => exports.malloc(size),
     free: (pointer) => exports.free(pointer),
@@ -390,5 +433,9 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
         free: () => exports.png_free(handle),
       };
     },
+    createColourTransform: (profile, size, kind) => exports.colour_create(profile, size, kind),
+    applyColour: (transform, input, output, count) => exports.colour_apply(transform, input, output, count),
+    freeColour: (transform) => exports.colour_free(transform),
+    inflateProfile,
   };
 }

@@ -8,6 +8,8 @@ export type WebpHeader = {
   mayHaveAlpha: boolean;
   animated: boolean;
   orientation: Orientation;
+  /** Where the ICCP chunk's profile is in the file (VP8X files), or null. */
+  iccProfile: { offset: number; size: number } | null;
 };
 
 const unreadable = (why: string) => new UnconvertibleImageError(`The WebP file cannot be read: ${why}.`);
@@ -19,8 +21,9 @@ export function readWebpHeader(bytes: Uint8Array): WebpHeader {
   // chunk below is read only when its body holds the fields.
   if (bytes.length < 12 || text(0) !== "RIFF" || text(8) !== "WEBP") throw unreadable("it does not start like a WebP");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let header: Omit<WebpHeader, "orientation"> | null = null;
+  let header: Omit<WebpHeader, "orientation" | "iccProfile"> | null = null;
   let orientation: Orientation = 1;
+  let iccProfile: WebpHeader["iccProfile"] = null;
   let pos = 12;
   while (pos + 8 <= bytes.length) {
     const type = text(pos);
@@ -43,11 +46,13 @@ export function readWebpHeader(bytes: Uint8Array): WebpHeader {
       if (body[0] !== 0x2f) throw unreadable("its image header is invalid");
       const bits = view.getUint32(pos + 9, true);
       header = { width: (bits & 0x3fff) + 1, height: ((bits >> 14) & 0x3fff) + 1, mayHaveAlpha: true, animated: false };
+    } else if (type === "ICCP" && !iccProfile && pos + 8 + size <= bytes.length) {
+      iccProfile = { offset: pos + 8, size };
     } else if (type === "EXIF") {
       orientation = exifOrientation(body);
     }
     pos += 8 + size + (size & 1);
   }
   if (!header || header.width === 0 || header.height === 0) throw unreadable("it has no image header");
-  return { ...header, orientation };
+  return { ...header, orientation, iccProfile };
 }
