@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { convertToWebp, UnconvertibleImageError } from "../../../src/uploads/convert";
-import { decodeBmp, readBmpHeader, truncatedBmp } from "../../../src/uploads/convert/bmp";
+import { decodeBmp, readBmpHeader, rlePastImage, truncatedBmp } from "../../../src/uploads/convert/bmp";
 import { ByteReader } from "../../../src/uploads/convert/byte-reader";
 import { decodeWebp, near, pixelAt } from "./images";
 
@@ -18,6 +18,8 @@ type BmpOptions = {
   data: number[];
   infoSize?: 40 | 108 | 124;
   masks?: [number, number, number, number];
+  /** The header's colours-used count; the palette's length unless given. */
+  colorsUsed?: number;
 };
 
 /** A BMP file: 14-byte file header, info header (masks after a 40-byte one), palette, pixel data. */
@@ -39,7 +41,7 @@ function bmp(o: BmpOptions): Uint8Array {
   view.setUint16(28, o.bitsPerPixel, true);
   view.setUint32(30, compression, true);
   view.setUint32(34, o.data.length, true);
-  view.setUint32(46, palette.length, true);
+  view.setUint32(46, o.colorsUsed ?? palette.length, true);
   const maskCount = compression === 6 || infoSize >= 108 ? 4 : 3;
   for (const [i, mask] of (o.masks ?? []).slice(0, maskCount).entries()) view.setUint32(54 + i * 4, mask >>> 0, true);
   for (const [i, [r, g, b]] of palette.entries())
@@ -95,10 +97,10 @@ describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
     ]);
   });
 
-  it("decodes RLE4 runs of alternating indices and an odd literal group, top-down", async () => {
+  it("decodes RLE4 runs of alternating indices and an odd literal group", async () => {
     const file = bmp({
       width: 8,
-      height: -1,
+      height: 1,
       bitsPerPixel: 4,
       compression: 2,
       palette,
@@ -107,11 +109,14 @@ describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
     expect(await pixels(file)).toEqual([[G, B, G, B, Y, R, G, K]]);
   });
 
-  it("decodes a top-down RLE8 file upright", async () => {
-    expect(await pixels(rle8(2, -2, [2, 1, 0, 0, 2, 2, 0, 1]))).toEqual([
-      [G, G],
-      [B, B],
-    ]);
+  it("refuses an RLE8 or RLE4 file marked top-down (the format allows only bottom-up; Chromium shows it)", async () => {
+    const refusal = new UnconvertibleImageError(
+      "The BMP file cannot be read: it is run-length coded and marked top-down, which the format does not allow.",
+    );
+    await expect(pixels(rle8(2, -2, [2, 1, 0, 0, 2, 2, 0, 1]))).rejects.toThrow(refusal);
+    const rle4 = bmp({ width: 2, height: -1, bitsPerPixel: 4, compression: 2, palette, data: [2, 0x01, 0, 1] });
+    await expect(pixels(rle4)).rejects.toThrow(refusal);
+    await expect(convertToWebp(rle8(2, -2, [2, 1, 0, 0, 2, 2, 0, 1]), "bmp", { maxEdge: 64 })).rejects.toThrow(refusal);
   });
 
   it("cuts runs and literal groups at the row's end (no wrap to the next row)", async () => {
@@ -122,11 +127,44 @@ describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
     expect(await pixels(rle8(4, 1, [0, 6, 1, 1, 1, 2, 2, 2, 0, 1]))).toEqual([[G, G, G, B]]);
   });
 
-  it("ends the bitmap at a delta that moves past the last row (the rest black)", async () => {
-    expect(await pixels(rle8(2, 2, [1, 1, 0, 2, 0, 200, 1, 2, 0, 1]))).toEqual([
-      [K, K],
-      [G, K],
+  it("ends the bitmap at a delta that moves past the last row when the end-of-bitmap code or the file's end follows", async () => {
+    for (const tail of [[0, 1], []])
+      expect(await pixels(rle8(2, 2, [1, 1, 0, 2, 0, 200, ...tail]))).toEqual([
+        [K, K],
+        [G, K],
+      ]);
+    // An end-of-line closing the last row may be the last code too.
+    expect(await pixels(rle8(2, 2, [2, 1, 0, 0, 2, 2, 0, 0]))).toEqual([
+      [B, B],
+      [G, G],
     ]);
+  });
+
+  it("refuses RLE data that runs past the image as damaged (Chromium ignores it and shows the image)", async () => {
+    // After a delta past the last row: a run, then the end of bitmap.
+    await expect(pixels(rle8(2, 2, [1, 1, 0, 2, 0, 200, 1, 2, 0, 1]))).rejects.toThrow(rlePastImage());
+    // After the last row's end-of-line: a run, a literal group, a delta, another end-of-line.
+    for (const extra of [
+      [2, 3],
+      [0, 3, 1, 2, 3, 0],
+      [0, 2, 1, 0],
+      [0, 0],
+    ])
+      await expect(pixels(rle8(2, 2, [2, 1, 0, 0, 2, 2, 0, 0, ...extra, 0, 1]))).rejects.toThrow(rlePastImage());
+    // RLE4 alike, and through the conversion.
+    const rle4 = bmp({ width: 2, height: 1, bitsPerPixel: 4, compression: 2, palette, data: [2, 0x01, 0, 0, 2, 0x23] });
+    await expect(pixels(rle4)).rejects.toThrow(rlePastImage());
+    await expect(convertToWebp(rle8(2, 1, [2, 1, 0, 0, 2, 1, 0, 1]), "bmp", { maxEdge: 64 })).rejects.toThrow(
+      rlePastImage(),
+    );
+  });
+
+  it("reads at most one code past a 20000 × 200 RLE8 image that a delta leaves, however much data follows", async () => {
+    // The delta leaves the image at once (255 rows down); 64 KiB of runs follow. Only the first is read, and refused.
+    const data = [0, 2, 0, 255, ...new Array<number>(65536).fill(1)];
+    const started = performance.now();
+    await expect(convertToWebp(rle8(20000, 200, data), "bmp", { maxEdge: 256 })).rejects.toThrow(rlePastImage());
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it("paints indices past the palette black, in RLE and stored rows alike", async () => {
@@ -171,6 +209,91 @@ describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
     expect(decoded.data[(4 * 32 + 27) * 4 + 3]).toBe(255);
     expect(near(pixelAt(decoded, 4, 12), [0, 255, 0], 16)).toBe(true);
     expect(near(pixelAt(decoded, 27, 12), [0, 0, 255], 16)).toBe(true);
+  });
+});
+
+describe("BMP 2-bit palettes (outside Microsoft's specification; Chromium shows them)", () => {
+  // Four indices a byte, first pixel in the top bits; rows padded to 4 bytes.
+  it("decodes 2-bit rows, bottom-up, with their padding", async () => {
+    const file = bmp({
+      width: 5,
+      height: 2,
+      bitsPerPixel: 2,
+      palette,
+      data: [0b00011011, 0b01000000, 0, 0, 0b11100100, 0b10000000, 0, 0],
+    });
+    expect(await pixels(file)).toEqual([
+      [Y, B, G, R, B],
+      [R, G, B, Y, G],
+    ]);
+  });
+
+  it("converts a 2-bit file to WebP", async () => {
+    // 8 × 8: left half index 1 (green), right half index 2 (blue).
+    const row = [0b01010101, 0b10101010, 0, 0];
+    const file = bmp({ width: 8, height: 8, bitsPerPixel: 2, palette, data: new Array(8).fill(row).flat() });
+    const decoded = await decodeWebp((await convertToWebp(file, "bmp", { maxEdge: 64 })).bytes);
+    expect([decoded.width, decoded.height]).toEqual([8, 8]);
+    expect(near(pixelAt(decoded, 1, 4), [0, 255, 0], 24)).toBe(true);
+    expect(near(pixelAt(decoded, 6, 4), [0, 0, 255], 24)).toBe(true);
+  });
+
+  it("paints indices past a palette shorter than 4 entries black", async () => {
+    // Two entries: indices 2 and 3 are black, as in Chromium.
+    const two = bmp({
+      width: 4,
+      height: 1,
+      bitsPerPixel: 2,
+      palette: palette.slice(0, 2),
+      data: [0b00011011, 0, 0, 0],
+    });
+    expect(await pixels(two)).toEqual([[R, G, K, K]]);
+    // The header claims 4 entries (colours used 0) but the pixels start after 3: the fourth is black. (Chromium
+    // reads it from the first pixel bytes instead; a palette is never read past where the pixels start.)
+    const short = bmp({
+      width: 4,
+      height: 1,
+      bitsPerPixel: 2,
+      palette: palette.slice(0, 3),
+      colorsUsed: 0,
+      data: [0b00011011, 0, 0, 0],
+    });
+    expect(await pixels(short)).toEqual([[R, G, B, K]]);
+    // A header claiming more than 4 entries reads 4.
+    const many = bmp({ width: 4, height: 1, bitsPerPixel: 2, palette, colorsUsed: 300, data: [0b00011011, 0, 0, 0] });
+    expect(await pixels(many)).toEqual([[R, G, B, Y]]);
+  });
+
+  it("refuses truncated 2-bit rows as incomplete", async () => {
+    // Three rows claimed: one whole row, then half of one.
+    const cut = bmp({ width: 4, height: 3, bitsPerPixel: 2, palette, data: [0b00011011, 0, 0, 0, 0b11100100, 0] });
+    await expect(pixels(cut)).rejects.toThrow(truncatedBmp());
+    // A file that ends inside its palette.
+    const header = bmp({ width: 4, height: 1, bitsPerPixel: 2, palette, data: [0b00011011, 0, 0, 0] });
+    await expect(pixels(header.subarray(0, 14 + 40 + 6))).rejects.toThrow(UnconvertibleImageError);
+  });
+
+  it("answers a 2-bit header claiming 20000 × 5000 with one row as incomplete, in bounded time", async () => {
+    const file = bmp({ width: 20000, height: 5000, bitsPerPixel: 2, palette, data: new Array(5000).fill(0x1b) });
+    const started = performance.now();
+    await expect(convertToWebp(file, "bmp", { maxEdge: 256 })).rejects.toThrow(truncatedBmp());
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("refuses 2-bit run-length coding and 2-bit bit fields, as Chromium does", async () => {
+    const rle = bmp({ width: 4, height: 1, bitsPerPixel: 2, compression: 1, palette, data: [4, 1, 0, 1] });
+    await expect(pixels(rle)).rejects.toThrow(
+      new UnconvertibleImageError("The BMP file cannot be read: its run-length coding does not fit 2 bits per pixel."),
+    );
+    const fields = bmp({
+      width: 4,
+      height: 1,
+      bitsPerPixel: 2,
+      compression: 3,
+      data: [0, 0, 0, 0],
+      masks: [2, 1, 0, 0],
+    });
+    await expect(pixels(fields)).rejects.toThrow(UnconvertibleImageError);
   });
 });
 
