@@ -221,7 +221,7 @@ function readme() {
     "  up to ~70 levels to chroma subsampling (basn3p01), photos about 1.",
     "- **Refusals** Chromium still shows (partly decoded or tolerated), refused by the project's rules on damaged",
     "  and truncated input (docs/conversion.md, as sharp does by default): `made/basn6a08-cut.png`,",
-    "  `pillow/b-badrle.bmp`, `pillow/b-shortfile.bmp`, `pillow/b-rletopdown.bmp`, `pillow/issue_2811.gif`",
+    "  `pillow/b-shortfile.bmp`, `pillow/issue_2811.gif`",
     "  (Chromium draws no pixel of it), `made/treescap-cut.gif`, `libjpeg-turbo/testimgari.jpg` (arithmetic",
     "  coding), `pillow/truncated_jpeg.jpg`, `made/testorig-cut.jpg`.",
     "- **Deviations.** `manifest.json` `deviations` lists the files the conversion does not handle as the rules",

@@ -23,10 +23,6 @@ const unreadable = (why: string) => new UnconvertibleImageError(`The BMP file ca
 export const truncatedBmp = () =>
   new UnconvertibleImageError("The BMP file is incomplete: it ends before its last row. Please upload it again.");
 
-/** The error of run-length data that goes on past the image's last row. */
-export const rlePastImage = () =>
-  new UnconvertibleImageError("The BMP file is damaged: its run-length data runs past the end of the image.");
-
 /** Info headers this reader knows: OS/2 1.x (12), Windows 3.x (40), V2–V5 (52, 56, 108, 124). */
 const knownInfoSizes = [12, 40, 52, 56, 64, 108, 124];
 
@@ -74,9 +70,6 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
     throw unreadable(`its run-length coding does not fit ${bitsPerPixel} bits per pixel`);
   if (width <= 0 || height === 0 || height === -2147483648) throw unreadable("its width or height is out of range");
   const topDown = height < 0;
-  // The format defines run-length coded bitmaps as bottom-up only: a negative height there is a damaged header.
-  if (topDown && rle !== 0)
-    throw unreadable("it is run-length coded and marked top-down, which the format does not allow");
   height = Math.abs(height);
   let masks: BmpHeader["masks"] = null;
   if (compression === 3 || compression === 6) {
@@ -234,12 +227,12 @@ export async function decodeBmp(
 
 /**
  * BI_RLE8 / BI_RLE4, as Chromium shows them: runs and literal groups that reach past the row's end are cut
- * there; pixels that an end-of-line, a delta or the end of the bitmap skips are opaque black; data that ends
- * before the end-of-bitmap code is an incomplete file. Once the last row is done (by an end-of-line, or a
- * delta moving past it) only the end-of-bitmap code or the file's end may follow: any other code is data
- * running past the image, a damaged file (Chromium ignores it and shows the image). Every step consumes at
- * least two bytes and writes at most what is left of its row, and rows only move forward, so the work is
- * bounded by the file's length plus the image's area, whatever the codes claim.
+ * there; pixels that an end-of-line, a delta or the end of the bitmap skips are opaque black; a delta past
+ * the last row ends the bitmap, and whatever follows the last row is ignored; a file marked top-down is
+ * read top-down (the format allows RLE only bottom-up, but Chromium shows such files); data that ends
+ * before the end-of-bitmap code is an incomplete file. Every step consumes at least two bytes and writes at
+ * most what is left of its row, and rows only move forward, so the work is bounded by the file's length
+ * plus the image's area, whatever the codes claim.
  */
 async function decodeRle(reader: ByteReader, header: BmpHeader, row: (rgba: Uint8Array) => void): Promise<void> {
   const { width, height, rle } = header;
@@ -262,12 +255,6 @@ async function decodeRle(reader: ByteReader, header: BmpHeader, row: (rgba: Uint
     return y < height;
   };
   const two = async () => (reader.available >= 2 ? reader.takeBuffered(2) : reader.take(2));
-  /** After the last row: the end-of-bitmap code or the file's end, else the data runs past the image. */
-  const afterLastRow = async (): Promise<void> => {
-    if (!(await reader.ensure(2))) return;
-    const code = reader.takeBuffered(2);
-    if (code[0] !== 0 || code[1] !== 1) throw rlePastImage();
-  };
   for (;;) {
     const pair = await two();
     const count = pair[0] as number;
@@ -279,7 +266,7 @@ async function decodeRle(reader: ByteReader, header: BmpHeader, row: (rgba: Uint
       continue;
     }
     if (value === 0) {
-      if (!nextRow()) return afterLastRow();
+      if (!nextRow()) return;
     } else if (value === 1) {
       // End of bitmap: the rest is black.
       while (nextRow());
@@ -289,7 +276,7 @@ async function decodeRle(reader: ByteReader, header: BmpHeader, row: (rgba: Uint
       const dx = delta[0] as number;
       const dy = delta[1] as number;
       const column = x;
-      for (let i = 0; i < dy; i += 1) if (!nextRow()) return afterLastRow();
+      for (let i = 0; i < dy; i += 1) if (!nextRow()) return;
       x = Math.min(width, column + dx);
     } else {
       // A literal group of `value` indices, padded to a 16-bit boundary.
