@@ -837,7 +837,8 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
     if (status === webpStatus.outOfMemory)
       throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
     if (status !== 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
-    return header.orientation;
+    // Shown as stored, as browsers show a WebP: its EXIF orientation is not applied (webp-header.ts).
+    return 1;
   } finally {
     codec.free(file);
   }

@@ -1,5 +1,4 @@
 import { UnconvertibleImageError } from "./errors";
-import { exifOrientation, type Orientation } from "./exif";
 
 /** What a WebP's RIFF chunks say, read without decoding. */
 export type WebpHeader = {
@@ -7,22 +6,23 @@ export type WebpHeader = {
   height: number;
   mayHaveAlpha: boolean;
   animated: boolean;
-  orientation: Orientation;
   /** Where the ICCP chunk's profile is in the file (VP8X files), or null. */
   iccProfile: { offset: number; size: number } | null;
 };
 
 const unreadable = (why: string) => new UnconvertibleImageError(`The WebP file cannot be read: ${why}.`);
 
-/** Reads the canvas size, alpha and animation flags and the EXIF orientation of a WebP file. */
+/**
+ * Reads the canvas size, alpha and animation flags and the colour profile's place of a WebP file. An EXIF
+ * orientation is not read: browsers show a WebP as stored, whatever its EXIF says, and so does the conversion.
+ */
 export function readWebpHeader(bytes: Uint8Array): WebpHeader {
   const text = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
   // Only the 12-byte RIFF header is required here: a valid 1 × 1 lossless file has 28 bytes, and each
   // chunk below is read only when its body holds the fields.
   if (bytes.length < 12 || text(0) !== "RIFF" || text(8) !== "WEBP") throw unreadable("it does not start like a WebP");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let header: Omit<WebpHeader, "orientation" | "iccProfile"> | null = null;
-  let orientation: Orientation = 1;
+  let header: Omit<WebpHeader, "iccProfile"> | null = null;
   let iccProfile: WebpHeader["iccProfile"] = null;
   let pos = 12;
   while (pos + 8 <= bytes.length) {
@@ -48,11 +48,9 @@ export function readWebpHeader(bytes: Uint8Array): WebpHeader {
       header = { width: (bits & 0x3fff) + 1, height: ((bits >> 14) & 0x3fff) + 1, mayHaveAlpha: true, animated: false };
     } else if (type === "ICCP" && !iccProfile && pos + 8 + size <= bytes.length) {
       iccProfile = { offset: pos + 8, size };
-    } else if (type === "EXIF") {
-      orientation = exifOrientation(body);
     }
     pos += 8 + size + (size & 1);
   }
   if (!header || header.width === 0 || header.height === 0) throw unreadable("it has no image header");
-  return { ...header, orientation, iccProfile };
+  return { ...header, iccProfile };
 }
