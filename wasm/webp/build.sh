@@ -90,7 +90,10 @@ CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -DCMS_NO_PTHREADS=1 -I"$SRC" -I"$ZSRC" -
 OBJ="$BUILD/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
-# The CMYK profile as a C array (read only, in the module's data), for colour.c.
+# The CMYK profile as a C array (read only, in the module's data), for colour.c. Written to a folder of a fixed
+# name: an object's name carries its folder's, and the link takes the objects in name order, so a folder named
+# after $BUILD would make the module depend on where it was built.
+mkdir -p "$BUILD/generated"
 NODE=$(command -v node || echo "$ROOT/node_modules/.bin/node")
 "$NODE" -e '
   const bytes = require("fs").readFileSync(process.argv[1]);
@@ -98,7 +101,7 @@ NODE=$(command -v node || echo "$ROOT/node_modules/.bin/node")
   for (let i = 0; i < bytes.length; i += 32) rows.push(Array.from(bytes.subarray(i, i + 32)).join(","));
   process.stdout.write(`const unsigned char cmyk_fallback_profile[] = {\n${rows.join(",\n")}\n};\n` +
     `const unsigned int cmyk_fallback_profile_size = ${bytes.length};\n`);
-' "$PROFILE" >"$BUILD/cmyk_profile.c"
+' "$PROFILE" >"$BUILD/generated/cmyk_profile.c"
 # sharpyuv/ is part of the encoder in 1.2.4 (its optional sharp RGB->YUV conversion); mux/demux are not needed.
 FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src/enc/*.c "$SRC"/sharpyuv/*.c |
   grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
@@ -112,7 +115,7 @@ compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$
 export -f compile
 export OBJ CFLAGS_STRING="${CFLAGS[*]}"
 printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/resize.c" "$HERE/colour.c" \
-  "$BUILD/cmyk_profile.c" |
+  "$BUILD/generated/cmyk_profile.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 
 # Standalone module: no emscripten JS glue (whose factory is asynchronous and ~20 KB of JS written for
