@@ -15,31 +15,53 @@ import { origin } from "./http";
  */
 export type RoundTrips = { d1: number; durableObjects: number };
 
+/**
+ * `bindings` with D1, both Durable Object namespaces and R2 counted, and an execution context that collects
+ * `waitUntil` work so a caller can wait for it before reading the counts.
+ */
+function counted(bindings: Env) {
+  const d1Trips: Trips = [];
+  const calls = { count: 0 };
+  const r2: R2Calls = {};
+  const waits: Promise<unknown>[] = [];
+  return {
+    bindings: {
+      ...bindings,
+      DB: countingD1(bindings.DB, d1Trips),
+      RATE_LIMITER: countingNamespace(bindings.RATE_LIMITER, calls),
+      STORE_COORDINATOR: countingNamespace(bindings.STORE_COORDINATOR, calls),
+      BUCKET: countingBucket(bindings.BUCKET, r2),
+    },
+    context: {
+      waitUntil: (promise: Promise<unknown>) => waits.push(promise),
+      passThroughOnException: () => {},
+      props: {},
+    } as unknown as ExecutionContext,
+    /** Waits for the `waitUntil` work, then answers the counts. */
+    async settle(): Promise<AllTrips> {
+      await Promise.all(waits);
+      return { d1: d1Trips.length, durableObjects: calls.count, r2 };
+    },
+  };
+}
+
 /** Calls the app with counting bindings; answers the response and the round trips it made. */
 export async function countRoundTrips(
   path: string,
   init: RequestInit & { token?: string; store?: string } = {},
 ): Promise<{ response: Response; trips: RoundTrips }> {
-  const d1Trips: Trips = [];
-  const calls = { count: 0 };
   const headers = new Headers(init.headers);
   if (init.token) headers.set("Authorization", `Bearer ${init.token}`);
   if (init.store) headers.set("X-Service-Store", init.store);
-  const bindings = {
-    ...env,
-    DB: countingD1(env.DB, d1Trips),
-    RATE_LIMITER: countingNamespace(env.RATE_LIMITER, calls),
-    STORE_COORDINATOR: countingNamespace(env.STORE_COORDINATOR, calls),
-  };
-  const waits: Promise<unknown>[] = [];
-  const context = {
-    waitUntil: (promise: Promise<unknown>) => waits.push(promise),
-    passThroughOnException: () => {},
-    props: {},
-  } as unknown as ExecutionContext;
-  const response = await createApp().request(`${origin}/api/v1${path}`, { ...init, headers }, bindings, context);
-  await Promise.all(waits);
-  return { response, trips: { d1: d1Trips.length, durableObjects: calls.count } };
+  const run = counted(env);
+  const response = await createApp().request(
+    `${origin}/api/v1${path}`,
+    { ...init, headers },
+    run.bindings,
+    run.context,
+  );
+  const { d1, durableObjects } = await run.settle();
+  return { response, trips: { d1, durableObjects } };
 }
 
 /** The round trips of one request outside `/api/v1` (hosted media), R2's calls by method included. */
@@ -55,25 +77,9 @@ export async function countAllTrips(
   init: RequestInit = {},
   bindings: Env = env,
 ): Promise<{ response: Response; body: Uint8Array; trips: AllTrips }> {
-  const d1Trips: Trips = [];
-  const calls = { count: 0 };
-  const r2: R2Calls = {};
-  const counting = {
-    ...bindings,
-    DB: countingD1(bindings.DB, d1Trips),
-    RATE_LIMITER: countingNamespace(bindings.RATE_LIMITER, calls),
-    STORE_COORDINATOR: countingNamespace(bindings.STORE_COORDINATOR, calls),
-    BUCKET: countingBucket(bindings.BUCKET, r2),
-  };
-  const waits: Promise<unknown>[] = [];
-  const context = {
-    waitUntil: (promise: Promise<unknown>) => waits.push(promise),
-    passThroughOnException: () => {},
-    props: {},
-  } as unknown as ExecutionContext;
+  const run = counted(bindings);
   const absolute = url.startsWith("http") ? url : `${origin}${url}`;
-  const response = await createApp().request(absolute, init, counting, context);
+  const response = await createApp().request(absolute, init, run.bindings, run.context);
   const body = new Uint8Array(await response.arrayBuffer());
-  await Promise.all(waits);
-  return { response, body, trips: { d1: d1Trips.length, durableObjects: calls.count, r2 } };
+  return { response, body, trips: await run.settle() };
 }
