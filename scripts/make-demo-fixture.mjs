@@ -1,5 +1,5 @@
 // Generates fixtures/demo.json: the demo document loaded by `npm run dev` and the e2e tests through
-// POST /api/v1/_dev/fixtures (format: shared/design/dev-fixtures.md).
+// POST /api/v1/_dev/fixtures (format: docs/development.md, "POST /api/v1/_dev/fixtures").
 //
 //   node scripts/make-demo-fixture.mjs
 //

@@ -3,8 +3,8 @@ import { ApiError } from "./http/errors";
 import { maxSupportedEdge } from "./uploads/convert/budget";
 
 /**
- * Every configuration variable and secret, parsed and validated once per isolate (decisions.md,
- * "Configuration"). The defaults live here and only here. A missing or malformed value is not fatal: it is
+ * Every configuration variable and secret, parsed and validated once per isolate (docs/api.md,
+ * "Configuration states"; the variables: docs/development.md). The defaults live here and only here. A missing or malformed value is not fatal: it is
  * recorded, logged once, and only the routes that ask for it answer 503 naming it.
  */
 

@@ -11,7 +11,7 @@ function callWith(overrides: Partial<Record<keyof Env, unknown>>, path: string, 
   return createApp().request(`${origin}${path}`, init, { ...env, ...overrides });
 }
 
-describe("configuration (decisions.md: never a bare 500 for a configuration state)", () => {
+describe("configuration (docs/api.md, Configuration states: never a bare 500 for a configuration state)", () => {
   // A configuration problem is logged once per isolate as an error line; captured, and checked where expected.
   let errors: MockInstance<typeof console.error>;
   beforeEach(() => {

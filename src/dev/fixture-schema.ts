@@ -6,7 +6,7 @@ import { Player } from "../products/draft-document";
 import { CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
 import { subscriptionStatuses } from "../subscriptions/resource";
 
-/* The fixture document of shared/design/dev-fixtures.md. Unknown keys are ignored. */
+/* The fixture document of docs/development.md, "POST /api/v1/_dev/fixtures". Unknown keys are ignored. */
 
 const id = z.uuid().transform((value) => value.toLowerCase());
 const time = z.iso.datetime({ offset: true });

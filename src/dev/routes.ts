@@ -14,7 +14,7 @@ import { loadFixtures } from "./fixtures";
 import uploadPage from "./upload-page.html";
 
 /**
- * The `/api/v1/_dev` routes of dev-fixtures.md. They exist only with `DEV_FIXTURES=on`; otherwise
+ * The `/api/v1/_dev` routes of docs/development.md. They exist only with `DEV_FIXTURES=on`; otherwise
  * every one of them answers like an unknown route.
  */
 export const devRoutes = createRouter()

@@ -52,7 +52,7 @@ const WebhookEventDetail = WebhookEvent.extend({
 
 const WebhookEventList = z.object({ items: z.array(WebhookEvent), pagination: Pagination }).openapi("WebhookEventList");
 
-/** An optional filter: empty is the same as absent (decisions.md, "Lists"). */
+/** An optional filter: empty is the same as absent (docs/api.md, "Lists"). */
 const filter = <T extends z.ZodType>(schema: T, name: string) =>
   z
     .preprocess((value) => (value === "" ? undefined : value), schema.optional())

@@ -70,7 +70,7 @@ export async function authenticate(
   });
 }
 
-/** Resolves the request's store from `X-Service-Store` and the token, in the order decisions.md gives. */
+/** Resolves the request's store from `X-Service-Store` and the token, in the order docs/api.md gives ("Authentication, stores, abilities"). */
 export function resolveStore(
   header: string | undefined,
   tokenStoreIds: readonly string[],

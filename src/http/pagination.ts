@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 
 /**
- * An optional positive-integer query parameter: empty is the same as absent (decisions.md, "Lists");
+ * An optional positive-integer query parameter: empty is the same as absent (docs/api.md, "Lists");
  * anything else must be a plain decimal integer within `min..max`.
  */
 export function integerQuery(options: { name: string; min: number; max?: number; fallback: number }) {

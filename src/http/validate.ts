@@ -34,8 +34,8 @@ function toApiError(target: string, issues: readonly z.core.$ZodIssue[]): ApiErr
 }
 
 /**
- * Validates path parameters before anything else the route reads, because decisions.md reports
- * a malformed path id before query and body problems (the OpenAPI router validates query first).
+ * Validates path parameters before anything else the route reads, because docs/api.md ("The general
+ * order of checks") reports a malformed path id before query and body problems (the OpenAPI router validates query first).
  */
 export function paramsFirst(schema: ZodType): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

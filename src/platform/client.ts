@@ -91,8 +91,8 @@ export class HttpProjectPlatform implements ProjectPlatform {
 
 /**
  * Used when no platform is configured (no `PLATFORM_API_URL`, development fixtures off): a publish that needs
- * the platform answers 503 naming the variable, as every configuration state does (decisions.md,
- * "Configuration"); publishes that need no platform work.
+ * the platform answers 503 naming the variable, as every configuration state does (docs/api.md,
+ * "Configuration states"); publishes that need no platform work.
  */
 export class UnconfiguredPlatform implements ProjectPlatform {
   private fail(): never {

@@ -10,7 +10,7 @@ type CallDetails = { projectId?: string; courseId?: string; productId?: string }
 export type FaultMode = "up" | "down" | { fail_after: number };
 
 /**
- * The built-in fake project platform of dev-fixtures.md: answers from each store's `platform` fixture
+ * The built-in fake project platform (docs/development.md, "The fake project platform"): answers from each store's `platform` fixture
  * state kept in D1, obeys the configured faults, and records every call.
  */
 export class FakeProjectPlatform implements ProjectPlatform {

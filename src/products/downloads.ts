@@ -30,7 +30,7 @@ async function signed(file: FileObject, scope: SigningScope, expiresAt: Date): P
   // Signing another store's or another host's URL would hand out a working link to bytes this
   // product does not own, so those URLs are kept exactly as stored.
   if (!isOwnLocator(file.url, scope)) return file;
-  // Without a signing secret no link can be issued, but the read still answers (decisions.md, Configuration).
+  // Without a signing secret no link can be issued, but the read still answers (docs/api.md, "Configuration states").
   if (scope.secret === null) return { ...file, download_url: null };
   return { ...file, download_url: await signFileUrl(scope.secret, file.url, expiresAt) };
 }

@@ -15,7 +15,7 @@ export const draftMessages = {
 
 /**
  * The body of a draft write, `{draft_version}`: the handler reads it after the product and draft lookups
- * (decisions.md: 404 no draft → 422 version), and the route documents it (as JSON Schema, not a validator).
+ * (docs/api.md, "Delete custom field": 404 no draft → 422 version), and the route documents it (as JSON Schema, not a validator).
  */
 export const DraftVersionBody = z.object({
   draft_version: z

@@ -35,7 +35,7 @@ export type PublishDeps = {
 type Draft = NonNullable<Awaited<ReturnType<typeof findDraft>>>;
 
 /**
- * Publishes a product in decisions.md's order: plan (422) → stale overlay (409) → platform checks →
+ * Publishes a product in the order of docs/api.md, "Publish": plan (422) → stale overlay (409) → platform checks →
  * course operations → persist. A failure at any step leaves the overlay in place; course operations
  * already done stay recorded on the live product and on the overlay, so a retry never resends them.
  * Answers the `product.published` event written in the same batch as the publish (its body, the answer,

@@ -4,11 +4,11 @@ import { foldCase, type SubscriptionStatus, subscriptionStatuses } from "./resou
 
 /*
  * Query parsing of GET /subscriptions. Unlike the other lists, an unparseable value here is a 400
- * `Invalid value for '<field>': '<value>'` (the specification's Errors table), reported for one
+ * `Invalid value for '<field>': '<value>'` (docs/api.md, "List subscriptions", rule 3), reported for one
  * field only: the first failing one in `queryFields` order.
  *
  * Rules shared by every parameter:
- * - an omitted or empty parameter (`?status=`) means "no filter" / the default (decisions.md, "Lists");
+ * - an omitted or empty parameter (`?status=`) means "no filter" / the default (docs/api.md, "Lists");
  * - a repeated parameter is read by its first occurrence and later ones are ignored, whatever they hold
  *   (`?status=active&status=nope` lists active subscriptions; `?status=&status=active` lists all);
  * - values are taken as received (after URL decoding), without trimming, except `query`.

@@ -1,5 +1,5 @@
 /**
- * The parts of a multipart upload (decisions.md, "Multipart uploads"), as pure functions beside the
+ * The parts of a multipart upload (docs/uploads.md), as pure functions beside the
  * upload's own state table (upload-state.ts): how an upload is cut, and what a part PUT may do. Each
  * part is stored or not; a part PUT in flight holds the part's lease, so two PUTs of one part never
  * race inside R2, where the one finishing last would win whatever the coordinator recorded.

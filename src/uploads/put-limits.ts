@@ -5,8 +5,8 @@ import { announceLimit, consumeLimit, limiterObject, rateLimit, tooManyRequests 
 import type { LimitVerdict } from "../limits/fixed-window";
 
 /*
- * The per-IP limits of the byte PUT and the part PUT (decisions.md, "Rate limits" and "Multipart
- * uploads"). Every byte PUT counts toward `PUT_LIMIT_PER_MINUTE` (20), so upload tokens cannot be guessed
+ * The per-IP limits of the byte PUT and the part PUT (docs/api.md, "Rate limits", and docs/uploads.md,
+ * "Limits and token guessing"). Every byte PUT counts toward `PUT_LIMIT_PER_MINUTE` (20), so upload tokens cannot be guessed
  * fast. Part PUTs count toward `PART_LIMIT_PER_MINUTE` (600) instead, so a 5 GB upload in parts is not
  * throttled; a part PUT naming no upload of its token counts toward the 20 as well, and while those 20
  * are spent every part PUT of the IP is refused before its token is looked at: a guess past the limit

@@ -1,5 +1,5 @@
 /**
- * The upload state machine of the specification's "Upload" table, as pure functions: each takes the
+ * The upload state machine of docs/api.md, "Upload states", as pure functions: each takes the
  * stored record (or its absence) and the moment, and answers the next record and what the caller
  * must say. The Durable Object applies them atomically; nothing here touches storage.
  *

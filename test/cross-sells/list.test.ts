@@ -57,7 +57,7 @@ describe("GET /products/{productId}/cross-sells", () => {
     expect((await json<List>(response)).items.map((item) => item.id)).toEqual(crossSells.map((item) => item.id));
   });
 
-  it("rule 1 and 2: includes inactive cross-sells, in display order", async () => {
+  it("list cross-sells rules 1 and 2 (docs/api.md, List cross-sells): includes inactive cross-sells, in display order", async () => {
     const { storeId, token } = await seedStore();
     const items = [crossSell(0), crossSell(1, { active: false }), crossSell(2)];
     const product = await seedProduct(storeId, { cross_sells: items });
@@ -66,7 +66,7 @@ describe("GET /products/{productId}/cross-sells", () => {
     expect(body.items.map((i) => i.active)).toEqual([true, false, true]);
   });
 
-  it("rule 3: omits incomplete cross-sells and does not count them, keeping order and totals right", async () => {
+  it("list cross-sells rule 3 (docs/api.md, List cross-sells): omits incomplete cross-sells and does not count them, keeping order and totals right", async () => {
     const { storeId, token } = await seedStore();
     const required = ["product_id", "variant_id", "title", "amount", "currency", "validity_minutes"] as const;
     const incomplete = required.map((field, i) => {
@@ -114,7 +114,7 @@ describe("GET /products/{productId}/cross-sells", () => {
     expect(second.items.map((i) => i.id)).toEqual([crossSells[100]?.id]);
   });
 
-  it("rule 4: a page past the last returns empty items and the requested current_page", async () => {
+  it("list cross-sells rule 4 (docs/api.md, List cross-sells): a page past the last returns empty items and the requested current_page", async () => {
     const { token, product } = await productWith(3);
     const body = await json<List>(await list(product.id, token, "?page=101"));
     expect(body).toEqual({ items: [], pagination: { current_page: 101, total_pages: 1, per_page: 25, total: 3 } });

@@ -83,7 +83,7 @@ describe("stores: X-Service-Store", () => {
     expect(response.status).toBe(200);
   });
 
-  it("resolves the store by the rules of decisions.md", () => {
+  it("resolves the store by the rules of docs/api.md (Authentication, stores, abilities)", () => {
     const a = uuid();
     const b = uuid();
     expect(resolveStore(undefined, [a], "optional")).toEqual({ scope: [a], storeId: a });

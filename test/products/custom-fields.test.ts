@@ -37,7 +37,7 @@ async function productWithDraft() {
 const del = (path: string, token: string, body?: unknown) => api(path, { method: "DELETE", token, body });
 
 describe("live custom-field deletes", () => {
-  it("rule 1: deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
+  it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
     const { token, product } = await liveProduct();
     const response = await del(`/products/${product.id}/custom-fields/phone`, token);
     expect(response.status).toBe(204);
@@ -46,7 +46,7 @@ describe("live custom-field deletes", () => {
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
   });
 
-  it("rule 1: deletes a waitlist field and renumbers", async () => {
+  it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a waitlist field and renumbers", async () => {
     const { token, product } = await liveProduct();
     expect((await del(`/products/${product.id}/waitlist-custom-fields/email`, token)).status).toBe(204);
     const body = await json(await api(`/products/${product.id}`, { token }));
@@ -54,7 +54,7 @@ describe("live custom-field deletes", () => {
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
 
-  it("rule 1: deletes a variant field and renumbers", async () => {
+  it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a variant field and renumbers", async () => {
     const { token, product, variantId } = await liveProduct();
     expect((await del(`/product-variants/${variantId}/custom-fields/size`, token)).status).toBe(204);
     const body = await json(await api(`/products/${product.id}`, { token }));
@@ -72,7 +72,7 @@ describe("live custom-field deletes", () => {
     expect(names(body.variants[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
-  it("rule 2: a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
+  it("delete custom field rule 2 (docs/api.md, Delete custom field): a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
     const { token, product } = await liveProduct();
     expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
     const again = await del(`/products/${product.id}/custom-fields/nip`, token);
@@ -80,7 +80,7 @@ describe("live custom-field deletes", () => {
     expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
   });
 
-  it("rule 3: deleting the last variant field leaves an empty stored array, read as [] not null", async () => {
+  it("delete custom field rule 3 (docs/api.md, Delete custom field): deleting the last variant field leaves an empty stored array, read as [] not null", async () => {
     const { token, product, variantId } = await liveProduct();
     await del(`/product-variants/${variantId}/custom-fields/size`, token);
     expect((await del(`/product-variants/${variantId}/custom-fields/colour`, token)).status).toBe(204);
@@ -90,7 +90,7 @@ describe("live custom-field deletes", () => {
     expect(stored.variants).toEqual([{ id: variantId, custom_fields: [] }]);
   });
 
-  it("rule 4: a live delete while the product has a draft returns 409 and deletes nothing", async () => {
+  it("delete custom field rule 4 (docs/api.md, Delete custom field): a live delete while the product has a draft returns 409 and deletes nothing", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/custom-fields/live-only`, token);
     expect(response.status).toBe(409);
@@ -98,7 +98,7 @@ describe("live custom-field deletes", () => {
     expect((await json(await api(`/_dev/products/${product.id}`))).custom_fields).toEqual(fields("live-only"));
   });
 
-  it("rule 4: the has-draft 409 comes before the unknown-field 404", async () => {
+  it("delete custom field rule 4 (docs/api.md, Delete custom field): the has-draft 409 comes before the unknown-field 404", async () => {
     const { token, product } = await productWithDraft();
     expect((await del(`/products/${product.id}/custom-fields/never-existed`, token)).status).toBe(409);
   });
@@ -203,7 +203,7 @@ describe("live custom-field deletes", () => {
 });
 
 describe("draft custom-field deletes", () => {
-  it("rule 1: deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
+  it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/draft/custom-fields/phone`, token, { draft_version: 2 });
     expect(response.status).toBe(204);
@@ -231,7 +231,7 @@ describe("draft custom-field deletes", () => {
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
-  it("rule 3 on the draft: deleting the last variant field leaves []", async () => {
+  it("delete custom field rule 3 (docs/api.md, Delete custom field) on the draft: deleting the last variant field leaves []", async () => {
     const { token, product, variantId } = await productWithDraft();
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 2 });
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/colour`, token, { draft_version: 3 });
@@ -239,7 +239,7 @@ describe("draft custom-field deletes", () => {
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
   });
 
-  it("rule 2 on the draft: a second delete of the same name returns 404", async () => {
+  it("delete custom field rule 2 (docs/api.md, Delete custom field) on the draft: a second delete of the same name returns 404", async () => {
     const { token, product } = await productWithDraft();
     await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
     const again = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 3 });
@@ -247,7 +247,7 @@ describe("draft custom-field deletes", () => {
     expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
   });
 
-  it("rule 5: a stale draft_version returns 409 and changes nothing", async () => {
+  it("delete custom field rule 5 (docs/api.md, Delete custom field): a stale draft_version returns 409 and changes nothing", async () => {
     const { token, product } = await productWithDraft();
     for (const version of [1, 3]) {
       const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
@@ -259,7 +259,7 @@ describe("draft custom-field deletes", () => {
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
 
-  it("rule 6: a missing draft_version returns 422 with errors.draft_version", async () => {
+  it("delete custom field rule 6 (docs/api.md, Delete custom field): a missing draft_version returns 422 with errors.draft_version", async () => {
     const { token, product } = await productWithDraft();
     const bodies: (string | undefined)[] = [
       undefined,
@@ -286,7 +286,7 @@ describe("draft custom-field deletes", () => {
     }
   });
 
-  it("rule 6: a draft_version that is not an integer >= 1 returns 422 with errors.draft_version", async () => {
+  it("delete custom field rule 6 (docs/api.md, Delete custom field): a draft_version that is not an integer >= 1 returns 422 with errors.draft_version", async () => {
     const { token, product } = await productWithDraft();
     for (const version of ["2", 2.5, 0, -1, 1e20, true, {}, [2]]) {
       const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });

@@ -58,7 +58,7 @@ async function platformScenario(
 }
 
 describe("POST /products/{id}/publish", () => {
-  it("rule 1: persists the overlay (unpublished variants included) as the live product, drops it, answers 200", async () => {
+  it("publish rule 1 (docs/api.md, Publish): persists the overlay (unpublished variants included) as the live product, drops it, answers 200", async () => {
     const s = await platformScenario();
     const response = await publish(s.product.id, s.token);
     expect(response.status).toBe(200);
@@ -89,14 +89,14 @@ describe("POST /products/{id}/publish", () => {
     });
   });
 
-  it("rule 1: a published product with an overlay is refreshed the same way", async () => {
+  it("publish rule 1 (docs/api.md, Publish): a published product with an overlay is refreshed the same way", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { status: "published", draft: { product: { name: "Refreshed" } } });
     const body = await json(await publish(product.id, token));
     expect(body).toMatchObject({ status: "published", name: "Refreshed", has_draft: false });
   });
 
-  it("rule 1: without an overlay a draft product is published and a published one re-saved", async () => {
+  it("publish rule 1 (docs/api.md, Publish): without an overlay a draft product is published and a published one re-saved", async () => {
     const { storeId, token } = await seedStore();
     const draft = await seedProduct(storeId, { status: "draft", name: "Bez szkicu" });
     const first = await publish(draft.id, token);
@@ -112,7 +112,7 @@ describe("POST /products/{id}/publish", () => {
     expect((await json(again)).status).toBe("published");
   });
 
-  it("rule 2: without an active plan answers 422 flat {message}, changes nothing, and repeats the same answer", async () => {
+  it("publish rule 2 (docs/api.md, Publish): without an active plan answers 422 flat {message}, changes nothing, and repeats the same answer", async () => {
     const { storeId, token } = await seedStore({ store: { plan_active: false } });
     const draftProduct = await seedProduct(storeId, { status: "draft", draft: { product: { name: "X" } } });
     const publishedProduct = await seedProduct(storeId, { status: "published", draft: { product: { name: "Y" } } });
@@ -131,7 +131,7 @@ describe("POST /products/{id}/publish", () => {
     });
   });
 
-  it("rule 3: a deleted wall project answers 422 errors.wall_id and the draft stays", async () => {
+  it("publish rule 3 (docs/api.md, Publish): a deleted wall project answers 422 errors.wall_id and the draft stays", async () => {
     const s = await platformScenario({ wall_id: uuid() });
     const response = await publish(s.product.id, s.token);
     expect(response.status).toBe(422);
@@ -142,7 +142,7 @@ describe("POST /products/{id}/publish", () => {
     expect((await stored(s.product.id)).draft_version).toBe(5);
   });
 
-  it("rule 3: a deleted footer project answers 422 errors.footer_id", async () => {
+  it("publish rule 3 (docs/api.md, Publish): a deleted footer project answers 422 errors.footer_id", async () => {
     const s = await platformScenario({ footer_id: uuid() });
     const response = await publish(s.product.id, s.token);
     expect(response.status).toBe(422);
@@ -152,7 +152,7 @@ describe("POST /products/{id}/publish", () => {
     });
   });
 
-  it("rule 4: a connect of a deleted course is skipped and a redirect to it is dropped", async () => {
+  it("publish rule 4 (docs/api.md, Publish): a connect of a deleted course is skipped and a redirect to it is dropped", async () => {
     const gone = uuid();
     const s = await platformScenario({});
     await seed({
@@ -170,7 +170,7 @@ describe("POST /products/{id}/publish", () => {
     expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), redirect_course_id: null });
   });
 
-  it("rule 5: a draft without player changes no courses and asks the platform for no course operation", async () => {
+  it("publish rule 5 (docs/api.md, Publish): a draft without player changes no courses and asks the platform for no course operation", async () => {
     const s = await platformScenario({ player: undefined });
     expect((await publish(s.product.id, s.token)).status).toBe(200);
     expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.remove].sort(), redirect_course_id: null });
@@ -184,7 +184,7 @@ describe("POST /products/{id}/publish", () => {
     expect(await calls(s.storeId)).toEqual([]);
   });
 
-  it("rule 7: an account not connected to the platform answers 422 without errors and the draft stays", async () => {
+  it("publish rule 7 (docs/api.md, Publish): an account not connected to the platform answers 422 without errors and the draft stays", async () => {
     const s = await platformScenario({}, { platform: { connected: false, projects: [], courses: [] } });
     const response = await publish(s.product.id, s.token);
     expect(response.status).toBe(422);
@@ -192,7 +192,7 @@ describe("POST /products/{id}/publish", () => {
     expect((await stored(s.product.id)).draft_version).toBe(5);
   });
 
-  it("rule 8: a slug taken meanwhile is stored as the first free <slug>-N and returned", async () => {
+  it("publish rule 8 (docs/api.md, Publish): a slug taken meanwhile is stored as the first free <slug>-N and returned", async () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await seedProduct(s.storeId, { slug: "kurs-nowy" });
     await seedProduct(s.storeId, { slug: "kurs-nowy-2" });
@@ -200,14 +200,14 @@ describe("POST /products/{id}/publish", () => {
     expect(body.slug).toBe("kurs-nowy-3");
   });
 
-  it("rule 8: the product's own slug is not a collision", async () => {
+  it("publish rule 8 (docs/api.md, Publish): the product's own slug is not a collision", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { slug: "moj-kurs", draft: { product: { name: "Nowa nazwa" } } });
     expect((await json(await publish(product.id, token))).slug).toBe("moj-kurs");
   });
 
   for (const section of ["fields", "settings", "styles", "media"] as const) {
-    it(`rule 9: a live ${section} section newer than the overlay answers 409 and the draft stays`, async () => {
+    it(`publish rule 9 (docs/api.md, Publish): a live ${section} section newer than the overlay answers 409 and the draft stays`, async () => {
       const { storeId, token } = await seedStore();
       const product = await seedProduct(storeId, {
         updated_at: { [section]: "2026-05-02T10:00:00Z" },
@@ -220,7 +220,7 @@ describe("POST /products/{id}/publish", () => {
     });
   }
 
-  it("rule 10: unknown, other-store and archived products answer 404", async () => {
+  it("publish rule 10 (docs/api.md, Publish): unknown, other-store and archived products answer 404", async () => {
     const { storeId, token } = await seedStore({ store: { plan_active: false } });
     const archived = await seedProduct(storeId, { status: "archived" });
     const other = await seedStore();
@@ -242,7 +242,7 @@ describe("POST /products/{id}/publish", () => {
   });
 });
 
-describe("rule 6: platform unavailable, retry safety", () => {
+describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry safety", () => {
   // The service logs each unavailable platform as a warning; captured here, and checked where it must appear.
   let warnings: MockInstance<typeof console.warn>;
   beforeEach(() => {

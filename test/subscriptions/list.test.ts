@@ -82,7 +82,7 @@ describe("GET /subscriptions: the list", () => {
     expect(Subscription.array().safeParse(body.items).success).toBe(true);
   });
 
-  it("rule 1: lists newest first by default", async () => {
+  it("list subscriptions rule 1 (docs/api.md, List subscriptions): lists newest first by default", async () => {
     const { storeId, token } = await seedStore();
     const times = minutesApart(4);
     const seeded = await seedSubscriptions(storeId, [
@@ -187,7 +187,7 @@ describe("GET /subscriptions: the list", () => {
     });
   });
 
-  it("rule 5: per_page=1 gives the filtered total as a count", async () => {
+  it("list subscriptions rule 5 (docs/api.md, List subscriptions): per_page=1 gives the filtered total as a count", async () => {
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [
       ...Array.from({ length: 7 }, () => ({ status: "past_due" as const })),
@@ -202,7 +202,7 @@ describe("GET /subscriptions: the list", () => {
     expect(all.pagination.total).toBe(12);
   });
 
-  it("rule 4: lists subscriptions their customer hid from the portal, and counts them", async () => {
+  it("list subscriptions rule 4 (docs/api.md, List subscriptions): lists subscriptions their customer hid from the portal, and counts them", async () => {
     const { storeId, token } = await seedStore();
     const seeded = await seedSubscriptions(storeId, [
       { hidden_by_customer: true, created_at: "2026-03-02T00:00:00Z" },

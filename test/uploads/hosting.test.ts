@@ -28,7 +28,7 @@ describe("complete under concurrency", () => {
 
 describe("bytes that are never hosted", () => {
   for (const brand of ["heic", "avif"] as const) {
-    it(`${brand.toUpperCase()} bytes prepared as type file answer 422 with the convert-to-JPG-or-PNG message (decisions: under any declared type)`, async () => {
+    it(`${brand.toUpperCase()} bytes prepared as type file answer 422 with the convert-to-JPG-or-PNG message (docs/api.md, "Complete", rule 7: under any declared type)`, async () => {
       const { storeId, token, reservation } = await stage(isoMedia(brand), { filename: "photo.bin", type: "file" });
       const response = await complete(token, storeId, reservation.id);
       expect(response.status).toBe(422);

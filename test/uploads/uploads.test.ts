@@ -483,7 +483,7 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
 });
 
 describe("POST /media-uploads/{id}/complete", () => {
-  it("rule 3: video bytes prepared as image host unchanged with type video (MP4, MOV, M4V, WebM, Ogg)", async () => {
+  it("complete rule 3 (docs/api.md, Complete): video bytes prepared as image host unchanged with type video (MP4, MOV, M4V, WebM, Ogg)", async () => {
     for (const [bytes, ext, mime] of [
       [isoMedia("isom"), "mp4", "video/mp4"],
       [isoMedia("qt  "), "mov", "video/quicktime"],
@@ -510,7 +510,7 @@ describe("POST /media-uploads/{id}/complete", () => {
     }
   });
 
-  it("rule 1: type is sniffed from the bytes: an animated GIF named .mp4 is an image, hosted unchanged", async () => {
+  it("complete rule 1 (docs/api.md, Complete): type is sniffed from the bytes: an animated GIF named .mp4 is an image, hosted unchanged", async () => {
     const bytes = gif(2);
     const { storeId, reservation, response } = await host(bytes, { filename: "clip.mp4", content_type: "video/mp4" });
     expect(response.status).toBe(201);
@@ -546,7 +546,7 @@ describe("POST /media-uploads/{id}/complete", () => {
     }
   });
 
-  it("rule 4: prepare type file hosts the bytes privately with the sniffed type and a private locator", async () => {
+  it("complete rule 4 (docs/api.md, Complete): prepare type file hosts the bytes privately with the sniffed type and a private locator", async () => {
     for (const [bytes, type] of [
       [pdf(), "file"],
       [zip(), "file"],
@@ -698,7 +698,7 @@ describe("POST /media-uploads/{id}/complete", () => {
     });
   });
 
-  it("rule 2: a still image prepared as image is converted to WebP (file_url ends in .webp)", async () => {
+  it("complete rule 2 (docs/api.md, Complete): a still image prepared as image is converted to WebP (file_url ends in .webp)", async () => {
     const bytes = await png(300, 200);
     const { storeId, reservation, response } = await host(bytes, { filename: "baner.png", content_type: "image/png" });
     expect(response.status).toBe(201);
