@@ -14,48 +14,15 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import sharp from "sharp";
+import { gridDifference as difference, grid as exactGrid } from "./lib/corpus-grid.mjs";
 
 const corpus = new URL("../test/fixtures/corpus/", import.meta.url).pathname;
 const manifest = JSON.parse(await readFile(join(corpus, "manifest.json"), "utf8"));
 
-/** Cells per edge of the grid (fewer for smaller images: one pixel a cell). Same as corpus.test.ts. */
-const GRID = 8;
-
-/**
- * Per-cell means of R·A, G·A, B·A (premultiplied, so colour under transparent pixels does not count) and A, of
- * RGBA pixels; cells split the image at floor(i · size / cells). Same as corpusGrid in corpus.test.ts.
- */
+/** The grid as reference.json keeps it: cells to 0.1. */
 function grid(rgba, width, height) {
-  const cols = Math.min(GRID, width);
-  const rows = Math.min(GRID, height);
-  const cells = [];
-  for (let r = 0; r < rows; r += 1)
-    for (let c = 0; c < cols; c += 1) {
-      const x0 = Math.floor((c * width) / cols);
-      const x1 = Math.floor(((c + 1) * width) / cols);
-      const y0 = Math.floor((r * height) / rows);
-      const y1 = Math.floor(((r + 1) * height) / rows);
-      const sum = [0, 0, 0, 0];
-      for (let y = y0; y < y1; y += 1)
-        for (let x = x0; x < x1; x += 1) {
-          const i = (y * width + x) * 4;
-          const a = rgba[i + 3];
-          sum[0] += (rgba[i] * a) / 255;
-          sum[1] += (rgba[i + 1] * a) / 255;
-          sum[2] += (rgba[i + 2] * a) / 255;
-          sum[3] += a;
-        }
-      const n = (x1 - x0) * (y1 - y0);
-      for (const v of sum) cells.push(Math.round((v / n) * 10) / 10);
-    }
-  return { cols, rows, cells };
-}
-
-/** Mean absolute difference per channel (R, G, B, A) between two grids of the same shape. */
-function difference(a, b) {
-  const out = [0, 0, 0, 0];
-  for (let i = 0; i < a.cells.length; i += 1) out[i % 4] += Math.abs(a.cells[i] - b.cells[i]);
-  return out.map((v) => Math.round((v / (a.cells.length / 4)) * 10) / 10);
+  const exact = exactGrid(rgba, width, height);
+  return { ...exact, cells: exact.cells.map((v) => Math.round(v * 10) / 10) };
 }
 
 /** The output size of the conversion: the oriented size, long edge at most maxEdge, never upscaled. */
@@ -117,7 +84,7 @@ const mimes = { png: "image/png", jpg: "image/jpeg", gif: "image/gif", webp: "im
 async function byChromium(page, bytes, name, maxEdge) {
   const mime = mimes[name.split(".").pop()];
   return page.evaluate(
-    async ({ base64, mime, maxEdge, GRID }) => {
+    async ({ base64, mime, maxEdge }) => {
       const img = new Image();
       img.src = `data:${mime};base64,${base64}`;
       try {
@@ -147,9 +114,9 @@ async function byChromium(page, bytes, name, maxEdge) {
       context.imageSmoothingQuality = "high";
       context.drawImage(img, 0, 0, width, height);
       const rgba = context.getImageData(0, 0, width, height).data;
-      return { size: { width, height }, rgba: Array.from(rgba), GRID };
+      return { size: { width, height }, rgba: Array.from(rgba) };
     },
-    { base64: Buffer.from(bytes).toString("base64"), mime, maxEdge, GRID },
+    { base64: Buffer.from(bytes).toString("base64"), mime, maxEdge },
   );
 }
 

@@ -7,6 +7,7 @@
 // until its entry is removed.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { type Grid, grid, gridDifference } from "../../../scripts/lib/corpus-grid.mjs";
 import {
   convertToWebp,
   ImageTooLargeError,
@@ -29,7 +30,6 @@ type Entry = {
   /** For refusals: a regular expression the message must match. */
   message?: string;
 };
-type Grid = { cols: number; rows: number; cells: number[] };
 /** `tolerance`: the manifest's margin plus what libvips's own WebP at the Worker's settings loses of the reference. */
 type Reference = { width: number; height: number; by: string; tolerance: number; grid: Grid };
 
@@ -60,45 +60,6 @@ function bytesOf(name: string): Uint8Array {
 const kinds: Record<string, StillImageKind> = { png: "png", jpg: "jpeg", gif: "gif", webp: "webp", bmp: "bmp" };
 const kindOf = (name: string) => kinds[name.slice(name.lastIndexOf(".") + 1)] as StillImageKind;
 
-/**
- * Per-cell means of R·A, G·A, B·A and A (premultiplied: colour under transparent pixels does not count), cells
- * split at floor(i · size / cells), at most 8 a side. Same as grid() in scripts/corpus-reference.mjs.
- */
-function corpusGrid(rgba: ArrayLike<number>, width: number, height: number): Grid {
-  const cols = Math.min(8, width);
-  const rows = Math.min(8, height);
-  const cells: number[] = [];
-  for (let r = 0; r < rows; r += 1)
-    for (let c = 0; c < cols; c += 1) {
-      const x0 = Math.floor((c * width) / cols);
-      const x1 = Math.floor(((c + 1) * width) / cols);
-      const y0 = Math.floor((r * height) / rows);
-      const y1 = Math.floor(((r + 1) * height) / rows);
-      const sum = [0, 0, 0, 0];
-      for (let y = y0; y < y1; y += 1)
-        for (let x = x0; x < x1; x += 1) {
-          const i = (y * width + x) * 4;
-          const a = rgba[i + 3] as number;
-          sum[0] = (sum[0] as number) + ((rgba[i] as number) * a) / 255;
-          sum[1] = (sum[1] as number) + ((rgba[i + 1] as number) * a) / 255;
-          sum[2] = (sum[2] as number) + ((rgba[i + 2] as number) * a) / 255;
-          sum[3] = (sum[3] as number) + a;
-        }
-      const n = (x1 - x0) * (y1 - y0);
-      for (const v of sum) cells.push(v / n);
-    }
-  return { cols, rows, cells };
-}
-
-/** Mean absolute difference per channel (R, G, B, A) between two grids of one shape. */
-function meanError(a: Grid, b: Grid): number[] {
-  const out = [0, 0, 0, 0];
-  a.cells.forEach((v, i) => {
-    out[i % 4] = (out[i % 4] as number) + Math.abs(v - (b.cells[i] as number));
-  });
-  return out.map((v) => Math.round((v / (a.cells.length / 4)) * 10) / 10);
-}
-
 /** How a converted file's WebP departs from its reference, or null when it meets it. */
 async function convertedOutcome(name: string, entry: Entry): Promise<string | null> {
   const expected = reference[name];
@@ -113,7 +74,7 @@ async function convertedOutcome(name: string, entry: Entry): Promise<string | nu
     return `${out.width} × ${out.height}, expected ${expected.width} × ${expected.height}`;
   const decoded = await decodeWebp(out.bytes);
   // A size off by one from rounding is compared by its grid, which covers the same picture.
-  const error = meanError(corpusGrid(decoded.data, decoded.width, decoded.height), expected.grid);
+  const error = gridDifference(grid(decoded.data, decoded.width, decoded.height), expected.grid);
   const tolerance = entry.tolerance ?? expected.tolerance;
   return Math.max(...error) > tolerance
     ? `mean error R, G, B, A ${error.join(", ")} beyond ${tolerance} (reference: ${expected.by})`
