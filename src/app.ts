@@ -5,6 +5,7 @@ import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import { devFixturesEnabled } from "./config";
 import { d1Session } from "./db/session";
+import { demoToken } from "./dev/demo";
 import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { eventRoutes } from "./events/routes";
@@ -28,7 +29,7 @@ const maxJsonBodyBytes = 1024 * 1024;
  * The reference page: Scalar from the Worker's own static assets (public/vendor, copied from the pinned npm
  * package), without its web fonts and telemetry, so the page needs no host but this one.
  */
-const referencePage = Scalar({
+const referenceConfiguration = {
   url: `${apiBasePath}/openapi.json`,
   pageTitle: "Storefront Checkout API",
   cdn: "/vendor/scalar/standalone.js",
@@ -40,7 +41,24 @@ const referencePage = Scalar({
   agent: { disabled: true },
   // No favicon of our own: an empty one instead of the browser's request for /favicon.ico and its 404.
   favicon: "data:,",
-});
+};
+
+/**
+ * With `DEV_FIXTURES=on` (`npm run dev`, the end-to-end server) "Test Request" starts with the demo token
+ * filled in, so a newcomer's first request answers the demo data. Read per request from `c.env`: a
+ * deployment (DEV_FIXTURES off) never puts a token into the page.
+ */
+const referencePage = Scalar<AppEnv>((c) =>
+  devFixturesEnabled(c.env)
+    ? {
+        ...referenceConfiguration,
+        authentication: {
+          preferredSecurityScheme: "bearerAuth",
+          securitySchemes: { bearerAuth: { token: demoToken } },
+        },
+      }
+    : referenceConfiguration,
+);
 
 /**
  * The browser refuses whatever the page would load from another host, so a Scalar update that starts

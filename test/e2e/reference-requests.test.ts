@@ -1,0 +1,158 @@
+import { readFileSync } from "node:fs";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { browserAvailable, launchBrowser } from "../support/browser";
+
+const baseUrl = inject("baseUrl");
+
+type Demo = {
+  stores: { id: string }[];
+  tokens: { token: string }[];
+  products: { id: string; name: string; status: string; draft?: { product: { name: string } } }[];
+};
+const demo = JSON.parse(readFileSync(new URL("../../fixtures/demo.json", import.meta.url), "utf8")) as Demo;
+const demoToken = demo.tokens[0]?.token ?? "";
+const demoStore = demo.stores[0]?.id ?? "";
+const published = demo.products.find((product) => product.status === "published");
+const drafted = demo.products.find((product) => product.draft !== undefined);
+
+/**
+ * What a newcomer does on the reference page: open the operation from the sidebar's address, press its
+ * "Test Request", type what the operation needs beyond the token (path ids, the store header), press Send.
+ * Answers the response the page got and the client dialog it shows it in.
+ */
+async function testRequest(
+  page: Page,
+  operation: { hash: string; method: string; path: string; pathIds?: Record<string, string>; store?: string },
+) {
+  await page.goto(`${baseUrl}/api/v1/docs#${operation.hash}`);
+  await page
+    .getByRole("button", { name: `Test Request (${operation.method} ${operation.path})` })
+    .first()
+    .click();
+  const dialog = page.getByRole("dialog");
+  // The demo token is already there (DEV_FIXTURES=on): nothing to type for authentication.
+  const token = dialog.getByLabel("Bearer Token");
+  await token.waitFor();
+  expect(await token.inputValue()).toBe(demoToken);
+  for (const [name, value] of Object.entries(operation.pathIds ?? {})) {
+    await dialog.locator(`tr[id="${name}"]`).getByRole("combobox", { name: "Value" }).click();
+    await page.keyboard.type(value);
+  }
+  if (operation.store !== undefined) {
+    await dialog.locator('tr[id="X-Service-Store"]').getByRole("combobox", { name: "Value" }).click();
+    await page.keyboard.type(operation.store);
+  }
+  const sentPath = `/api/v1${operation.path.replace(/\{(\w+)\}/g, (_, name: string) => operation.pathIds?.[name] ?? "")}`;
+  const answered = page.waitForResponse(
+    (response) => response.request().method() === "GET" && new URL(response.url()).pathname === sentPath,
+  );
+  // The address bar's Send (its accessible name says what it sends), not the "Send Request" shortcut hint.
+  await dialog.getByRole("button", { name: `Send ${operation.method} request to` }).click();
+  const response = await answered;
+  await dialog.getByText("200 OK").waitFor();
+  return { response, dialog };
+}
+
+describe.skipIf(!browserAvailable)(
+  "Test Request on the reference page answers the demo data (headless Chromium)",
+  () => {
+    let browser: Browser;
+
+    beforeAll(async () => {
+      browser = await launchBrowser();
+    });
+
+    afterAll(async () => {
+      await browser?.close();
+    });
+
+    async function newPage() {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      // Each step's own limit, below the test's, so a missing control fails naming its locator.
+      page.setDefaultTimeout(10_000);
+      return page;
+    }
+
+    it("lists the demo store's subscriptions with the pre-filled token and the defaults sent unchanged", async () => {
+      const page = await newPage();
+      const { response, dialog } = await testRequest(page, {
+        hash: "tag/subscriptions/GET/subscriptions",
+        method: "get",
+        path: "/subscriptions",
+      });
+      expect(await response.request().headerValue("authorization")).toBe(`Bearer ${demoToken}`);
+      expect(response.status()).toBe(200);
+      const body = (await response.json()) as { items: { id: string }[]; pagination: { total: number } };
+      expect(body.items.length).toBeGreaterThan(0);
+      expect(body.pagination.total).toBeGreaterThan(0);
+      // The same query from outside the page: the panel shows what the API answers for the demo token.
+      const direct = await fetch(response.url(), { headers: { Authorization: `Bearer ${demoToken}` } });
+      expect(((await direct.json()) as typeof body).pagination.total).toBe(body.pagination.total);
+      await dialog
+        .getByText(body.items[0]?.id ?? "missing", { exact: false })
+        .first()
+        .waitFor();
+      await page.close();
+    });
+
+    it("lists a demo product's cross-sells with the product id and the store typed in", async () => {
+      const page = await newPage();
+      const productId = published?.id ?? "";
+      const { response, dialog } = await testRequest(page, {
+        hash: "tag/cross-sells/GET/products/{productId}/cross-sells",
+        method: "get",
+        path: "/products/{productId}/cross-sells",
+        pathIds: { productId },
+        store: demoStore,
+      });
+      expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/cross-sells`);
+      expect(await response.request().headerValue("x-service-store")).toBe(demoStore);
+      expect(response.status()).toBe(200);
+      const body = (await response.json()) as { items: { id: string; title: string | null }[] };
+      expect(body.items.length).toBeGreaterThan(0);
+      await dialog
+        .getByText(body.items[0]?.id ?? "missing")
+        .first()
+        .waitFor();
+      await page.close();
+    });
+
+    it("reads a demo product", async () => {
+      const page = await newPage();
+      const productId = published?.id ?? "";
+      const { response, dialog } = await testRequest(page, {
+        hash: "tag/products/GET/products/{id}",
+        method: "get",
+        path: "/products/{id}",
+        pathIds: { id: productId },
+      });
+      expect(response.status()).toBe(200);
+      expect(await response.json()).toMatchObject({ id: productId, name: published?.name });
+      await dialog
+        .getByText(published?.name ?? "missing")
+        .first()
+        .waitFor();
+      await page.close();
+    });
+
+    it("reads the draft of the demo product that has one", async () => {
+      const page = await newPage();
+      const productId = drafted?.id ?? "";
+      const { response, dialog } = await testRequest(page, {
+        hash: "tag/products/GET/products/{id}/draft",
+        method: "get",
+        path: "/products/{id}/draft",
+        pathIds: { id: productId },
+      });
+      expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/draft`);
+      expect(response.status()).toBe(200);
+      expect(await response.json()).toMatchObject({ id: productId, name: drafted?.draft?.product.name });
+      await dialog
+        .getByText(drafted?.draft?.product.name ?? "missing")
+        .first()
+        .waitFor();
+      await page.close();
+    });
+  },
+);
