@@ -306,7 +306,8 @@ export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
 }
 
 /**
- * A copy of what `wrangler dev` builds the Worker from (src, the bench Worker, the config, migrations),
+ * A copy of what `wrangler dev` builds the Worker from (src, the bench Worker, the config, migrations, the
+ * demo fixture the Worker imports its demo token from),
  * with node_modules linked. wrangler dev watches its sources and config and reloads the Worker when one
  * changes; on a tree others edit meanwhile that gave a fresh isolate (or a failed build) in the middle of
  * a measurement. The bench measures the code as it was when its server started.
@@ -316,6 +317,8 @@ async function snapshotProject(dir) {
     "src",
     "migrations",
     "public",
+    // The reference page pre-fills the demo token from it (src/dev/demo.ts).
+    "fixtures/demo.json",
     "scripts/bench-worker.ts",
     "scripts/counting-bindings.ts",
     "wrangler.toml",
