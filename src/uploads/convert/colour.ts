@@ -21,8 +21,10 @@ export const maxProfileBytes = 3_500_000;
  * Allowance for making a transform from a profile of `size` bytes, in the codec's memory, freed again once
  * the transform exists (but for the transform): the profile's bytes, lcms's own copy, its parsed tables and
  * the copies it makes of them while joining and optimising the pipeline, and the transform's precalculated
- * table (a 23⁴ 16-bit grid for CMYK, 1.7 MB). Measured: +0.26 MB for Display P3 (480 B), +2.6 MB for
- * libvips's 961 KB CMYK profile, +20.6 MB for a 3.2 MB lookup-table profile (colour.test.ts checks it).
+ * table. Measured: +0.26 MB for Display P3 (480 B), +20.6 MB for a 3.2 MB lookup-table profile
+ * (colour.test.ts checks it). It guards RGB profiles of WebP inputs, made beside the file. A CMYK transform
+ * (JPEG only) also samples its 17⁴ grid through XYZ (colour.c: ~3.5 MB while it is built, 0.5 MB kept), and
+ * is made before the decoder allocates anything, so its work never sits beside the target.
  */
 export function profileWorkBytes(size: number): number {
   return 2_000_000 + Math.ceil(6.5 * size);
