@@ -79,14 +79,16 @@ export async function hostUpload(
     const webp = mediaKey(storeId, upload.id, "webp");
     const written = upload.type === "image" && upload.hostedKey === webp ? await deps.bucket.head(webp) : null;
     if (written) {
-      const { width, height } = written.customMetadata ?? {};
+      // Its size is in the metadata written with it (below).
+      const width = Number(written.customMetadata?.width);
+      const height = Number(written.customMetadata?.height);
+      const size = Number.isInteger(width) && Number.isInteger(height) ? { width, height } : {};
       return {
         hosted: {
           name: upload.filename,
           file_url: publicMediaUrl(deps, storeId, upload.id, "webp"),
           type: "image",
-          width: Number(width),
-          height: Number(height),
+          ...size,
         },
       };
     }
