@@ -6,6 +6,7 @@ import { storeCoordinator } from "../uploads/coordinator";
 import { mediaKey, mediaWidthKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";
+import { type RememberedVariant, VariantMemory } from "./variant-memory";
 
 /**
  * `{file_url}?width=N`: a converted image re-encoded N pixels wide (docs/responsive-images.md). Made once
@@ -48,6 +49,10 @@ export const widthMessages = {
 
 let generations = 0;
 
+/** The widths this isolate served last (variant-memory.ts): a read from here touches neither cache nor R2. */
+export const rememberedWidths = new VariantMemory();
+const memory = rememberedWidths;
+
 /** How many widths this isolate has made (hosted images decoded): tests and the benchmark count with it. */
 export function widthGenerations(): number {
   return generations;
@@ -83,10 +88,22 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
   const width = requestedWidth(url, setting(env, "IMAGE_WIDTHS"));
   if (width === null || extension !== "webp") return null;
 
-  // One cache entry per image and width, whatever else the query holds.
+  // One entry per image and width (in memory and in the edge cache), whatever else the query holds.
   const cacheKey = `${url.origin}${url.pathname}?width=${width}`;
+  const remembered = memory.get(cacheKey);
+  if (remembered) return answerBytes(request, remembered);
+
   const cached = await caches.default.match(cacheKey);
-  if (cached) return answer(request, cached.headers, cached);
+  if (cached) {
+    const etag = cached.headers.get("ETag");
+    const size = Number(cached.headers.get("Content-Length"));
+    if (etag && memory.fits(size)) {
+      const bytes = new Uint8Array(await cached.arrayBuffer());
+      if (bytes.byteLength === size) memory.remember(cacheKey, { bytes, etag });
+      return answer(request, cached.headers, new Response(bytes));
+    }
+    return answer(request, cached.headers, cached);
+  }
 
   const key = mediaWidthKey(storeId, uploadId, width);
   const hostedKey = mediaKey(storeId, uploadId, "webp");
@@ -124,7 +141,10 @@ async function hostedSize(bucket: R2Bucket, hosted: R2Object): Promise<{ width: 
   }
 }
 
-/** Answers a stored variant (R2's, or one just made) and, for a whole GET, keeps a copy in the edge cache. */
+/**
+ * Answers a stored variant (R2's, or one just made), keeps it in the isolate's memory when it is small
+ * enough, and for a whole GET keeps a copy in the edge cache.
+ */
 async function serveStored(
   ask: WidthRequest,
   cacheKey: string,
@@ -132,12 +152,23 @@ async function serveStored(
   size: number,
   body: Response,
 ): Promise<Response> {
-  const headers = variantHeaders(etag, size);
-  const response = await answer(ask.request, headers, body);
+  let response: Response;
+  if (memory.fits(size)) {
+    const bytes = new Uint8Array(await body.arrayBuffer());
+    if (bytes.byteLength === size) memory.remember(cacheKey, { bytes, etag });
+    response = await answerBytes(ask.request, { bytes, etag });
+  } else {
+    response = await answer(ask.request, variantHeaders(etag, size), body);
+  }
   if (ask.request.method === "GET" && response.status === 200) {
     ask.waitUntil(caches.default.put(cacheKey, response.clone()));
   }
   return response;
+}
+
+/** Answers a variant whose bytes are at hand. */
+function answerBytes(request: Request, variant: RememberedVariant): Promise<Response> {
+  return answer(request, variantHeaders(variant.etag, variant.bytes.byteLength), new Response(variant.bytes));
 }
 
 type Variant = {

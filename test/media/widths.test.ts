@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { readConfig } from "../../src/config";
 import { signFileUrl } from "../../src/media/signing";
-import { widthGenerations } from "../../src/media/widths";
+import { rememberedWidths, widthGenerations } from "../../src/media/widths";
 import { mediaKey, mediaWidthKey, privateFileKey } from "../../src/uploads/keys";
 import { srcset } from "../../src/uploads/srcset";
 import { WidthClaims, widthClaimMs } from "../../src/uploads/width-claims";
@@ -263,25 +263,54 @@ describe("made once, then served from the cache or R2", () => {
     expect(widthGenerations() - before).toBe(1);
   });
 
-  it("later requests decode nothing: served from the edge cache, or from R2 when the cache has no copy", async () => {
+  it("later requests decode nothing: served from the isolate's memory, the edge cache, or R2", async () => {
     const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
-    const made = await bytesOf(await fetchUrl(`${url}?width=320`));
-    await cachedCopy(`${url}?width=320`);
-    await storedObject(mediaWidthKey(storeId, uploadId, 320));
+    const made = new Map<number, Uint8Array>();
+    for (const width of [320, 480, 640]) {
+      made.set(width, await bytesOf(await fetchUrl(`${url}?width=${width}`)));
+      await cachedCopy(`${url}?width=${width}`);
+      await storedObject(mediaWidthKey(storeId, uploadId, width));
+    }
     const generated = widthGenerations();
-    // Only the cache has it now.
-    await env.BUCKET.delete(mediaWidthKey(storeId, uploadId, 320));
-    const fromCache = await fetchUrl(`${url}?width=320`);
-    expect(await bytesOf(fromCache)).toEqual(made);
 
-    const second = await bytesOf(await fetchUrl(`${url}?width=480`));
-    await cachedCopy(`${url}?width=480`);
-    await storedObject(mediaWidthKey(storeId, uploadId, 480));
-    // Only R2 has it now.
-    await caches.default.delete(`${url}?width=480`);
-    const fromR2 = await fetchUrl(`${url}?width=480`);
-    expect(await bytesOf(fromR2)).toEqual(second);
-    expect(widthGenerations()).toBe(generated + 1);
+    // Only the isolate's memory has 320 now.
+    await env.BUCKET.delete(mediaWidthKey(storeId, uploadId, 320));
+    await caches.default.delete(`${url}?width=320`);
+    const fromMemory = await fetchUrl(`${url}?width=320`);
+    expect(fromMemory.status).toBe(200);
+    expect(await bytesOf(fromMemory)).toEqual(made.get(320));
+
+    // Only the edge cache has 480 now.
+    rememberedWidths.clear();
+    await env.BUCKET.delete(mediaWidthKey(storeId, uploadId, 480));
+    const fromCache = await fetchUrl(`${url}?width=480`);
+    expect(fromCache.status).toBe(200);
+    expect(await bytesOf(fromCache)).toEqual(made.get(480));
+
+    // Only R2 has 640 now.
+    rememberedWidths.clear();
+    await caches.default.delete(`${url}?width=640`);
+    const fromR2 = await fetchUrl(`${url}?width=640`);
+    expect(fromR2.status).toBe(200);
+    expect(await bytesOf(fromR2)).toEqual(made.get(640));
+    expect(widthGenerations()).toBe(generated);
+  });
+
+  it("a width read from memory has the same headers as one read from the edge cache", async () => {
+    const { url } = await hostImage(quadrants(1000, 600), 1000, 600);
+    const first = await fetchUrl(`${url}?width=160`);
+    await bytesOf(first);
+    await cachedCopy(`${url}?width=160`);
+    const fromMemory = await fetchUrl(`${url}?width=160`, { headers: { Range: "bytes=0-9" } });
+    rememberedWidths.clear();
+    const fromCache = await fetchUrl(`${url}?width=160`, { headers: { Range: "bytes=0-9" } });
+    for (const response of [fromMemory, fromCache]) {
+      expect(response.status).toBe(206);
+      expect(response.headers.get("ETag")).toBe(first.headers.get("ETag"));
+      expect(response.headers.get("Content-Range")).toBe(`bytes 0-9/${first.headers.get("Content-Length")}`);
+      expect(response.headers.get("Cache-Control")).toBe("public, max-age=31536000, immutable");
+    }
+    expect(await bytesOf(fromMemory)).toEqual(await bytesOf(fromCache));
   });
 
   it("a failed generation answers 503 with Retry-After, stores nothing, and the next request makes it", async () => {
