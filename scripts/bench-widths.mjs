@@ -5,8 +5,9 @@
 //   libwebp, encodes (quality 80, method 2), stores the result and serves it. Beside sharp (libvips, one
 //   thread, cache off) doing the same decode of the same hosted WebP, resize and encode (quality 80,
 //   effort 2), paired per round: each round hosts a new photo, so every timed request is a real first one.
-// - warm: the same variant read again, under load (autocannon) and alone, beside GET /_dev/ping, the
-//   Worker's trivial route, taking turns within each round as in bench-requests.mjs.
+// - warm: the same variant read again (from the isolate's memory of widths, src/media/variant-memory.ts),
+//   under load (autocannon) and alone, beside GET /_dev/ping, the Worker's trivial route, taking turns
+//   within each round as in bench-requests.mjs.
 // - bytes: what each configured width of a typical photo weighs beside the hosted 2560-px image.
 //
 //   npm run bench:widths      this part alone; writes its block at the end of docs/benchmarks.md
@@ -224,7 +225,7 @@ export function widthsSection({ cold, warm, bytes }, facts) {
       ]),
     ),
     "",
-    `**Warm**: \`?width=640\` of one image read again and again (edge cache or R2, nothing decoded) beside \`GET /api/v1/_dev/ping\`, the Worker's trivial route; autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per route and round after a ${WARMUP_SECONDS} s warm-up, ${WARM_ROUNDS} rounds taking turns; alone: ${SEQUENTIAL} sequential requests. Bounds: at least ${pct(WIDTH_LIMITS.warmThroughputShare)} of ping's throughput, p50 at most ${WIDTH_LIMITS.warmP50Ratio}× ping's. autocannon's latencies are whole milliseconds.`,
+    `**Warm**: \`?width=640\` of one image read again and again (from the isolate's memory of served widths: no cache, R2 or decode) beside \`GET /api/v1/_dev/ping\`, the Worker's trivial route; autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per route and round after a ${WARMUP_SECONDS} s warm-up, ${WARM_ROUNDS} rounds taking turns; alone: ${SEQUENTIAL} sequential requests. Bounds: at least ${pct(WIDTH_LIMITS.warmThroughputShare)} of ping's throughput, p50 at most ${WIDTH_LIMITS.warmP50Ratio}× ping's. autocannon's latencies are whole milliseconds.`,
     "",
     table(
       [
