@@ -1,11 +1,11 @@
 /*
- * Hot loops of the progressive JPEG decoder (src/uploads/convert/progressive.ts), built to WebAssembly by
+ * Hot loops of the progressive JPEG decoder (src/uploads/convert/progressive/), built to WebAssembly by
  * wasm/progressive/build.sh. The module imports the memory of the conversion arena (libjpeg-turbo's instance)
  * and works only on buffers the TypeScript side placed there: it has no data section, no globals and no
  * shadow stack (the build checks this), so it can never write outside what it was given.
  *
- * The arithmetic mirrors progressive.ts exactly (same double-precision operations in the same order), so
- * both paths produce the same pixels.
+ * The arithmetic mirrors the TypeScript path (progressive/entropy.ts, rows.ts) exactly (same
+ * double-precision operations in the same order), so both paths produce the same pixels.
  */
 
 typedef unsigned char u8;
@@ -13,7 +13,7 @@ typedef short i16;
 typedef int i32;
 typedef unsigned int u32;
 
-/* Huffman table as progressive.ts lays it out: 9-bit lookup (length << 8 | symbol, or -1), then the
+/* Huffman table as progressive/core.ts lays it out: 9-bit lookup (length << 8 | symbol, or -1), then the
  * canonical-code tables for longer codes. */
 typedef struct {
   i32 lookup[512];
@@ -22,7 +22,7 @@ typedef struct {
   u8 values[256];
 } huffman_t;
 
-/* Scan descriptor written by progressive.ts (int32 words): 16 for the scan, then C_WORDS per scan component.
+/* Scan descriptor written by progressive/core.ts (int32 words): 16 for the scan, then C_WORDS per scan component.
  * Each component has its own store (coefficients, non-zero bits, slot table, N_c² slots a block: 4:4:4 chroma
  * keeps fewer coefficients than luma), and block indices are local to it. */
 enum {

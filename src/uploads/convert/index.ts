@@ -635,7 +635,7 @@ function coveringScale(width: number, height: number, target: { width: number; h
 /**
  * JPEG: the decoders need the whole file, read into scratch once its size is admitted. Baseline files go to
  * libjpeg-turbo, which decodes straight to the smallest M/8 scale covering the target (a 24 MP photo never
- * exists at full size); progressive files to the pipeline's own decoder (progressive.ts), which keeps only
+ * exists at full size); progressive files to the pipeline's own decoder (progressive/), which keeps only
  * the coefficients an N/8-scale IDCT needs. Both then stream rows into the target.
  */
 async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientation> {
