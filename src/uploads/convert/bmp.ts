@@ -41,8 +41,8 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
   const infoSize = startView.getUint32(14, true);
   if (!knownInfoSizes.includes(infoSize)) throw unreadable(`its header has an unknown size of ${infoSize} bytes`);
   const core = infoSize === 12;
-  let info = (await reader.take(infoSize - 4)).slice();
-  let view = new DataView(info.buffer);
+  const info = (await reader.take(infoSize - 4)).slice();
+  const view = new DataView(info.buffer);
   let width: number;
   let height: number;
   let bitsPerPixel: number;
@@ -71,30 +71,7 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
   if (width <= 0 || height === 0 || height === -2147483648) throw unreadable("its width or height is out of range");
   const topDown = height < 0;
   height = Math.abs(height);
-  let masks: BmpHeader["masks"] = null;
-  if (compression === 3 || compression === 6) {
-    if (infoSize === 12) throw unreadable("its colour masks are missing");
-    if (infoSize === 40) {
-      // A 40-byte header is followed by the masks (three, or four with BI_ALPHABITFIELDS).
-      const masksAfter = await reader.take(compression === 6 ? 16 : 12);
-      const extended = new Uint8Array(info.length + 16);
-      extended.set(info);
-      extended.set(masksAfter, info.length);
-      info = extended;
-      view = new DataView(info.buffer);
-    }
-    const at = 36;
-    const alpha = compression === 6 || infoSize >= 56 ? view.getUint32(at + 12, true) : 0;
-    masks = {
-      red: view.getUint32(at, true),
-      green: view.getUint32(at + 4, true),
-      blue: view.getUint32(at + 8, true),
-      alpha,
-    };
-    checkMasks(masks, bitsPerPixel);
-  } else if (bitsPerPixel === 16) {
-    masks = { red: 0x7c00, green: 0x03e0, blue: 0x001f, alpha: 0 };
-  }
+  const masks = await readMasks(reader, { info, infoSize, compression, bitsPerPixel });
   let palette: Uint8Array | null = null;
   const paletteEntrySize = core ? 3 : 4;
   if (bitsPerPixel <= 8) {
@@ -117,6 +94,39 @@ export async function readBmpHeader(reader: ByteReader): Promise<BmpHeader> {
     masks,
     mayHaveAlpha: (masks?.alpha ?? 0) !== 0,
   };
+}
+
+/**
+ * The colour masks of a bit-field BMP (after a 40-byte header they follow it: three, or four with
+ * BI_ALPHABITFIELDS), or 16-bit's 5-5-5 default; null for the other depths.
+ */
+async function readMasks(
+  reader: ByteReader,
+  header: { info: Uint8Array; infoSize: number; compression: number; bitsPerPixel: number },
+): Promise<BmpHeader["masks"]> {
+  const { infoSize, compression, bitsPerPixel } = header;
+  if (compression !== 3 && compression !== 6) {
+    return bitsPerPixel === 16 ? { red: 0x7c00, green: 0x03e0, blue: 0x001f, alpha: 0 } : null;
+  }
+  if (infoSize === 12) throw unreadable("its colour masks are missing");
+  let info = header.info;
+  if (infoSize === 40) {
+    const masksAfter = await reader.take(compression === 6 ? 16 : 12);
+    info = new Uint8Array(header.info.length + 16);
+    info.set(header.info);
+    info.set(masksAfter, header.info.length);
+  }
+  const view = new DataView(info.buffer);
+  const at = 36;
+  const alpha = compression === 6 || infoSize >= 56 ? view.getUint32(at + 12, true) : 0;
+  const masks = {
+    red: view.getUint32(at, true),
+    green: view.getUint32(at + 4, true),
+    blue: view.getUint32(at + 8, true),
+    alpha,
+  };
+  checkMasks(masks, bitsPerPixel);
+  return masks;
 }
 
 /**
