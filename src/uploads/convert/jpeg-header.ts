@@ -58,7 +58,7 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
   const corrupt = (why: string) => new UnconvertibleImageError(`The JPEG file cannot be read: ${why}.`);
   if (bytes[0] !== 0xff || bytes[1] !== 0xd8) throw corrupt("it does not start like a JPEG image");
   let pos = 2;
-  let frame: Omit<JpegHeader, "orientation" | "adobeTransform" | "iccSegments"> | null = null;
+  let frame: Frame | null = null;
   const iccSegments: IccSegment[] = [];
   let orientation: Orientation = 1;
   let sawExif = false;
@@ -104,30 +104,7 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
     }
     if (marker >= 0xc0 && marker <= 0xc2) {
       if (frame) throw corrupt("it has more than one frame header");
-      if (body.length < 6) throw corrupt("its frame header is too short");
-      const precision = body[0] as number;
-      if (precision !== 8) {
-        throw new UnconvertibleImageError(
-          `The image is a ${precision}-bit JPEG, which cannot be converted. Please save it as an 8-bit JPEG or PNG.`,
-        );
-      }
-      const height = ((body[1] as number) << 8) | (body[2] as number);
-      const width = ((body[3] as number) << 8) | (body[4] as number);
-      const count = body[5] as number;
-      if (width === 0 || height === 0) throw corrupt("its frame header gives no width or height");
-      if (![1, 3, 4].includes(count) || body.length < 6 + count * 3) {
-        throw corrupt(`its frame has ${count} colour components`);
-      }
-      const components: JpegComponent[] = [];
-      for (let i = 0; i < count; i += 1) {
-        const at = 6 + i * 3;
-        const sampling = body[at + 1] as number;
-        const h = sampling >> 4;
-        const v = sampling & 15;
-        if (h < 1 || h > 4 || v < 1 || v > 4) throw corrupt("a component has invalid sampling factors");
-        components.push({ id: body[at] as number, h, v, tq: (body[at + 2] as number) & 3 });
-      }
-      frame = { width, height, progressive: marker === 0xc2, components };
+      frame = readFrame(body, marker === 0xc2, corrupt);
     } else if (marker === 0xe1 && !sawExif && body.length > 6 && body[0] === 0x45 && body[1] === 0x78) {
       sawExif = true;
       orientation = exifOrientation(body);
@@ -145,6 +122,36 @@ export function readJpegHeader(bytes: Uint8Array): JpegHeader {
   }
   if (!frame || scans === 0) throw corrupt("it contains no image data");
   return { ...frame, orientation, adobeTransform, iccSegments };
+}
+
+type Frame = Omit<JpegHeader, "orientation" | "adobeTransform" | "iccSegments">;
+
+/** The frame header (SOF0–2): size, precision and components, each checked. */
+function readFrame(body: Uint8Array, progressive: boolean, corrupt: (why: string) => Error): Frame {
+  if (body.length < 6) throw corrupt("its frame header is too short");
+  const precision = body[0] as number;
+  if (precision !== 8) {
+    throw new UnconvertibleImageError(
+      `The image is a ${precision}-bit JPEG, which cannot be converted. Please save it as an 8-bit JPEG or PNG.`,
+    );
+  }
+  const height = ((body[1] as number) << 8) | (body[2] as number);
+  const width = ((body[3] as number) << 8) | (body[4] as number);
+  const count = body[5] as number;
+  if (width === 0 || height === 0) throw corrupt("its frame header gives no width or height");
+  if (![1, 3, 4].includes(count) || body.length < 6 + count * 3) {
+    throw corrupt(`its frame has ${count} colour components`);
+  }
+  const components: JpegComponent[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const at = 6 + i * 3;
+    const sampling = body[at + 1] as number;
+    const h = sampling >> 4;
+    const v = sampling & 15;
+    if (h < 1 || h > 4 || v < 1 || v > 4) throw corrupt("a component has invalid sampling factors");
+    components.push({ id: body[at] as number, h, v, tq: (body[at + 2] as number) & 3 });
+  }
+  return { width, height, progressive, components };
 }
 
 /**
