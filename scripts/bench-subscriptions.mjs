@@ -316,6 +316,9 @@ function loadData(file, searchText) {
     `INSERT INTO subscriptions (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
   );
   const customerCounts = new Map();
+  const fileBytes = () =>
+    db.prepare("PRAGMA page_count").get().page_count * db.prepare("PRAGMA page_size").get().page_size;
+  const emptyBytes = fileBytes();
   db.exec("BEGIN");
   const insertStore = db.prepare(
     "INSERT INTO stores (id, name, plan_active, upload_limit_bytes, created_at) VALUES (?, ?, 1, NULL, ?)",
@@ -339,12 +342,14 @@ function loadData(file, searchText) {
     }
   }
   db.exec("COMMIT");
+  // What a subscription costs a database with every index of the schema (docs/scaling.md sizes shards by it).
+  const bytesPerSubscription = (fileBytes() - emptyBytes) / (MAIN_ROWS + OTHER_ROWS);
   db.close();
 
   // The busiest customer of the main store, so the customer filter returns a realistic handful.
   const [busiestCustomer] = [...customerCounts.entries()].sort((a, b) => b[1] - a[1])[0];
   const customer = main.customers.find((c) => c.id === busiestCustomer);
-  return { main, customer };
+  return { main, customer, bytesPerSubscription };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,12 +518,12 @@ export const SQL_RATIO_LIMIT = 3;
  * The "Subscriptions at scale" block. The first shape is the floor (a customer with no subscriptions:
  * SQLite does next to nothing), so "over the floor" is what the shape's SQL adds to a request.
  */
-export function subscriptionsSection({ rows, sqliteVersion }, facts) {
+export function subscriptionsSection({ rows, sqliteVersion, bytesPerSubscription }, facts) {
   const floor = rows[0].endpoint.p50;
   return [
     `Measured ${machineLine(facts)}; \`wrangler dev\` (workerd, local D1); direct SQL through node:sqlite (SQLite ${sqliteVersion}).`,
     "",
-    `- Data: ${MAIN_ROWS.toLocaleString("en")} subscriptions in the measured store and ${OTHER_ROWS.toLocaleString("en")} in another, in one local D1 database with every index of src/db/schema.ts and no ANALYZE statistics. Created 2025-01-01..2026-10-31, one in 25 sharing its creation time with the one before; 60,000 customers; 20 products of 3 variants; 62 % active, 14 % canceled, 7 % past_due, 7 % trialing, 10 % other states.`,
+    `- Data: ${MAIN_ROWS.toLocaleString("en")} subscriptions in the measured store and ${OTHER_ROWS.toLocaleString("en")} in another, in one local D1 database with every index of src/db/schema.ts and no ANALYZE statistics. Created 2025-01-01..2026-10-31, one in 25 sharing its creation time with the one before; 60,000 customers; 20 products of 3 variants; 62 % active, 14 % canceled, 7 % past_due, 7 % trialing, 10 % other states. The file grew by ${Math.round(bytesPerSubscription)} bytes per subscription (row and every index; [scaling.md](scaling.md) sizes shards by it).`,
     `- Method: sequential requests over loopback, ${WARMUP} warm-up requests, then up to ${SAMPLES} timed ones per shape (at least 5; fewer than ${SAMPLES} only when a shape spends its ${SHAPE_BUDGET_MS / 1000} s budget); \`--var API_LIMIT_PER_MINUTE:100000000\` so the limiter never refuses the bench. Endpoint: the whole HTTP request through \`wrangler dev\`. SQL: the same two statements (page and count) with the same parameters, run one after the other on the same file. Median = p50, spread = p95. Ratio: endpoint p50 / SQL p50. Over the floor: endpoint p50 minus the first row's (the request's fixed cost). Times in milliseconds. Plans: \`EXPLAIN QUERY PLAN\` as D1 reports it, page statement then count statement.`,
     "",
     "| Shape | Matches | Endpoint p50 | Endpoint p95 | SQL p50 | SQL p95 | Ratio p50 | Over the floor | Page plan | Count plan |",
@@ -573,7 +578,8 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
     const facts = loadData(file, app.subscriptionSearchText);
     const list = shapes(facts);
     const statements = list.map((shape) => app.statements(MAIN_STORE, shape.params));
-    log("loaded; asking D1 for the query plans");
+    log(`loaded: ${Math.round(facts.bytesPerSubscription)} bytes per subscription with every index`);
+    log("asking D1 for the query plans");
 
     const planRows = await d1Plans(
       persistTo,
@@ -633,7 +639,7 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
       log(`  ${shape.name}: p50 ${ms(sql.p50)} ms, p95 ${ms(sql.p95)} ms`);
     }
     db.close();
-    return { rows, sqliteVersion };
+    return { rows, sqliteVersion, bytesPerSubscription: facts.bytesPerSubscription };
   } finally {
     await cleanUp();
     unregister();
