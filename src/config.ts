@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "./http/errors";
+import { log } from "./lib/log";
 import { maxSupportedEdge } from "./uploads/convert/budget";
 
 /**
@@ -174,7 +175,7 @@ export function setting<K extends SettingName>(env: Env, name: K): Settings[K] {
   if (!entry.ok) {
     if (!reported.has(entry.problem)) {
       reported.add(entry.problem);
-      console.error(JSON.stringify({ level: "error", message: "configuration problem", problem: entry.problem }));
+      log.error("configuration problem", { problem: entry.problem });
     }
     throw new ApiError(503, `The service is not configured correctly: ${entry.problem}.`);
   }

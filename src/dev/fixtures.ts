@@ -12,8 +12,8 @@ import {
   subscriptions,
   webhookSecrets,
 } from "../db/schema";
-import { sha256Hex } from "../http/auth";
 import { type FieldErrors, validationError } from "../http/errors";
+import { sha256Hex } from "../lib/crypto";
 import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
 import { replaceProductContent } from "../products/persist";
 import { type CustomField, ProductAttributes, VariantAttributes } from "../products/resource";

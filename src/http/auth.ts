@@ -5,6 +5,7 @@ import { setting } from "../config";
 import type { Database } from "../db/client";
 import { apiTokens } from "../db/schema";
 import type { AppEnv, Caller } from "../env";
+import { constantTimeEqual, sha256Hex } from "../lib/crypto";
 import { ApiError, messages } from "./errors";
 import { announceLimit, takeGeneralLimit, tooManyRequests } from "./rate-limit";
 import { TokenCache, type VerifiedToken } from "./token-cache";
@@ -34,18 +35,6 @@ export type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : 
 export type GuardedEnv<S extends StoreRule> = AppEnv & { Variables: { caller: ScopedCaller<S> } };
 
 const storeIdSchema = z.uuid();
-
-/** SHA-256 of a secret, lower-case hex. */
-export async function sha256Hex(secret: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function constantTimeEqual(a: string, b: string): boolean {
-  const left = new TextEncoder().encode(a);
-  const right = new TextEncoder().encode(b);
-  return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
-}
 
 /** This isolate's verified tokens (see token-cache.ts): a warm request reads no D1. */
 export const tokenCache = new TokenCache();

@@ -1,5 +1,7 @@
 import { setting } from "../config";
 import { ApiError } from "../http/errors";
+import { toHex } from "../lib/encoding";
+import { log } from "../lib/log";
 import { type ImageInput, resizeHostedWebp } from "../uploads/convert";
 import { readWebpHeader } from "../uploads/convert/webp-header";
 import { storeCoordinator } from "../uploads/coordinator";
@@ -200,16 +202,12 @@ async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> 
 }
 
 function logFailure(ask: WidthRequest, width: number, error: unknown): void {
-  console.error(
-    JSON.stringify({
-      level: "error",
-      message: "media: making a width failed",
-      store_id: ask.storeId,
-      upload_id: ask.uploadId,
-      width,
-      error: String(error),
-    }),
-  );
+  log.error("media: making a width failed", {
+    store_id: ask.storeId,
+    upload_id: ask.uploadId,
+    width,
+    error: String(error),
+  });
 }
 
 async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
@@ -284,7 +282,7 @@ async function make(bucket: R2Bucket, variant: Variant): Promise<{ bytes: Uint8A
   generations += 1;
   const { bytes } = await resizeHostedWebp(input, variant.size);
   const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
-  return { bytes, etag: `"${[...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("")}"` };
+  return { bytes, etag: `"${toHex(digest)}"` };
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../http/errors";
+import { parseUuid } from "../lib/ids";
 import { foldCase, type SubscriptionStatus, subscriptionStatuses } from "./resource";
 
 /*
@@ -47,7 +48,6 @@ export type SubscriptionListRequest = {
   search?: Search;
 };
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const integerPattern = /^\d{1,16}$/;
 const datePattern = /^(\d{4})-(\d{2})-(\d{2})$/;
 /**
@@ -123,7 +123,7 @@ function queryParam<T>(
 }
 
 function idParam(name: string, description: string) {
-  return queryParam(name, (value) => (uuidPattern.test(value) ? value.toLowerCase() : undefined), {
+  return queryParam(name, parseUuid, {
     description,
     schema: { format: "uuid" },
   });

@@ -4,6 +4,7 @@
  * part is stored or not; a part PUT in flight holds the part's lease, so two PUTs of one part never
  * race inside R2, where the one finishing last would win whatever the coordinator recorded.
  */
+import { sameMediaType } from "../lib/media-type";
 import {
   isGone,
   leaseHeld,
@@ -12,7 +13,6 @@ import {
   type PutAttempt,
   type Refusal,
   type RefusalReason,
-  sameMediaType,
   type UploadRecord,
 } from "./upload-state";
 

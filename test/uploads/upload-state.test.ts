@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sameMediaType } from "../../src/lib/media-type";
 import {
   abandonComplete,
   beginComplete,
@@ -7,7 +8,6 @@ import {
   finishPut,
   leaseMs,
   publicState,
-  sameMediaType,
   type Transition,
   type UploadRecord,
 } from "../../src/uploads/upload-state";
