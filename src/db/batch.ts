@@ -41,21 +41,47 @@ export function upsertStatements<T extends SQLiteTable>(
   );
 }
 
-/** Runs statements as one atomic D1 batch; does nothing for an empty list. */
-export async function runAtomically(db: Database, statements: BatchItem<"sqlite">[]) {
-  if (statements.length === 0) return [];
-  return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+/** A batch that one of its {@link abortUnless} guards refused: nothing of it was written. */
+export class GuardFailedError extends Error {
+  constructor(cause: unknown) {
+    super("batch aborted: a guard did not hold", { cause });
+    this.name = "GuardFailedError";
+  }
 }
 
-const abortMarker = "batch aborted: guard failed";
+/** The guard statements {@link abortUnless} made, so a failed batch knows whether it held one. */
+const guards = new WeakSet<object>();
 
 /**
- * A statement that aborts its batch, rolling back every statement in it, unless `condition` holds.
- * SQLite has no RAISE outside triggers, so the guard makes json() fail on purpose.
+ * Runs statements as one atomic D1 batch; does nothing for an empty list. A batch refused by one of its
+ * guards throws {@link GuardFailedError}; any other failure is thrown as D1 threw it.
+ */
+export async function runAtomically(db: Database, statements: BatchItem<"sqlite">[]) {
+  if (statements.length === 0) return [];
+  try {
+    return await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  } catch (error) {
+    // D1 tells failures apart only by SQLite's text. A guard fails as json() of a text that is not JSON, and
+    // no other statement of a guarded batch calls json(): that error in a batch with a guard is the guard's.
+    if (statements.some((statement) => guards.has(statement)) && /malformed JSON/i.test(failureText(error))) {
+      throw new GuardFailedError(error);
+    }
+    throw error;
+  }
+}
+
+/**
+ * A statement that aborts its batch, rolling back every statement in it, unless `condition` holds; the
+ * batch then throws {@link GuardFailedError}. SQLite has no RAISE outside triggers, so the guard makes
+ * json() fail on purpose.
  */
 export function abortUnless(db: Database, condition: SQL) {
   // Selected from a one-row subquery so the guard is evaluated whatever the tables hold.
-  return db.select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE ${abortMarker} END)` }).from(sql`(SELECT 1)`);
+  const guard = db
+    .select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE 'batch aborted: guard failed' END)` })
+    .from(sql`(SELECT 1)`);
+  guards.add(guard);
+  return guard;
 }
 
 /** The text of a D1 failure; D1 puts SQLite's own message in the cause. */
@@ -64,8 +90,8 @@ function failureText(error: unknown): string {
 }
 
 /** Whether a batch failed because an {@link abortUnless} guard did not hold. */
-export function isGuardAbort(error: unknown): boolean {
-  return /malformed JSON/i.test(failureText(error));
+export function isGuardAbort(error: unknown): error is GuardFailedError {
+  return error instanceof GuardFailedError;
 }
 
 /** Whether a write failed on the unique index over `columns` (as SQLite names them, e.g. "products.slug"). */
