@@ -18,7 +18,11 @@ import { crossSellRoutes } from "./products/cross-sells/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 import { subscriptionRoutes } from "./subscriptions/routes";
-import { uploadRoutes } from "./uploads/routes";
+import { completeRoutes } from "./uploads/complete/routes";
+import { putPartRoutes } from "./uploads/parts/routes";
+import { prepareRoutes } from "./uploads/prepare/routes";
+import { putBytesRoutes } from "./uploads/put/routes";
+import { statusRoutes } from "./uploads/status/routes";
 
 export const apiBasePath = "/api/v1";
 
@@ -104,7 +108,12 @@ function createApi() {
   api.route("/", productRoutes);
   api.route("/", customFieldRoutes);
   api.route("/", crossSellRoutes);
-  api.route("/", uploadRoutes(apiBasePath));
+  // Media uploads by operation: prepare, the byte PUT, the part PUT, complete, the upload's state.
+  api.route("/", prepareRoutes(apiBasePath));
+  api.route("/", putBytesRoutes);
+  api.route("/", putPartRoutes);
+  api.route("/", completeRoutes);
+  api.route("/", statusRoutes(apiBasePath));
   api.route("/", subscriptionRoutes);
   api.route("/", eventRoutes);
   api.route("/_dev", devRoutes);

@@ -4,7 +4,7 @@ import { toHex } from "../lib/encoding";
 import { log } from "../lib/log";
 import { type ImageInput, resizeHostedWebp } from "../uploads/convert";
 import { readWebpHeader } from "../uploads/convert/webp-header";
-import { storeCoordinator } from "../uploads/coordinator";
+import { storeCoordinator } from "../uploads/coordinator/client";
 import { mediaKey, mediaWidthKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";

@@ -40,6 +40,11 @@ export type PartRecord = {
 /** A part that is stored, as `GET /media-uploads/{id}` lists it and complete hands it to R2. */
 export type StoredPart = { partNumber: number; size: number; etag: string };
 
+/** The ETag of a part as HTTP carries it (a quoted entity tag), also in the part list, so a client compares them as they are. */
+export function partEtag(etag: string): string {
+  return `"${etag}"`;
+}
+
 /**
  * How `size` bytes are cut: parts of `preferredPartBytes`, or larger (whole MiB) when that would take
  * more than 10,000 parts, never larger than one request body may be (`bodyCeiling`, at least 5 MiB).

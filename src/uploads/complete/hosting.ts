@@ -1,10 +1,10 @@
-import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "./convert";
-import { inPlaceMetadata } from "./in-place";
-import { mediaKey, privateFileKey, stagedKey } from "./keys";
-import { uploadMessages } from "./messages";
-import { fileKind, type Sniffed, sniff, sniffBytes } from "./sniff";
+import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "../convert";
+import { inPlaceMetadata } from "../in-place";
+import { mediaKey, privateFileKey, stagedKey } from "../keys";
+import { uploadMessages } from "../messages";
+import { fileKind, type Sniffed, sniff, sniffBytes } from "../sniff";
+import type { CompleteOutcome, HostedFile, UploadRecord } from "../upload-state";
 import { openStaged, type StagedRead } from "./staged-read";
-import type { CompleteOutcome, HostedFile, UploadRecord } from "./upload-state";
 
 /** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
 type Hostable = Exclude<Sniffed, { kind: "heif" }>;
