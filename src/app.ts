@@ -9,7 +9,7 @@ import { demoToken } from "./dev/demo";
 import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { eventRoutes } from "./events/routes";
-import { apiCors } from "./http/cors";
+import { apiCors, routeCors, uploadCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
 import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
@@ -19,9 +19,9 @@ import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 import { subscriptionRoutes } from "./subscriptions/routes";
 import { completeRoutes } from "./uploads/complete/routes";
-import { putPartRoutes } from "./uploads/parts/routes";
+import { putPartRoute, putPartRoutes } from "./uploads/parts/routes";
 import { prepareRoutes } from "./uploads/prepare/routes";
-import { putBytesRoutes } from "./uploads/put/routes";
+import { putBytesRoute, putBytesRoutes } from "./uploads/put/routes";
 import { statusRoutes } from "./uploads/status/routes";
 
 export const apiBasePath = "/api/v1";
@@ -94,6 +94,9 @@ function openApiObject(serverUrl: string) {
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
   const api = createRouter();
+  // CORS by route: the byte PUTs answer any origin (their upload token is the credential), every other
+  // route only the origins of CORS_ORIGINS.
+  for (const route of [putBytesRoute, putPartRoute]) api.use(...routeCors(route, uploadCors));
   api.use("*", apiCors);
   api.use("*", async (c, next) => {
     // The dev fixture route has its own, larger limit; the byte PUT streams and checks its own length.
