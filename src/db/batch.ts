@@ -1,6 +1,6 @@
 import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteTable, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
 
 /** D1 binds at most 100 parameters per statement. */
@@ -30,14 +30,12 @@ export function upsertStatements<T extends SQLiteTable>(
   rows: T["$inferInsert"][],
 ) {
   const columns = getTableColumns(table);
+  // Every column set from the row that conflicted (a record of the table's own keys, built at run time).
   const set = Object.fromEntries(
     Object.entries(columns).map(([key, column]) => [key, sql.raw(`excluded."${column.name}"`)]),
-  );
+  ) as SQLiteUpdateSetSource<T>;
   return chunk(rows, rowsPerStatement(table)).map((part) =>
-    db
-      .insert(table)
-      .values(part)
-      .onConflictDoUpdate({ target, set: set as never }),
+    db.insert(table).values(part).onConflictDoUpdate({ target, set }),
   );
 }
 

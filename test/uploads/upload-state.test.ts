@@ -155,7 +155,7 @@ describe("upload state table", () => {
   });
 
   it("shows in-flight states as their public state", () => {
-    expect(["reserved", "storing", "stored", "processing", "completed"].map((s) => publicState(s as never))).toEqual([
+    expect((["reserved", "storing", "stored", "processing", "completed"] as const).map((s) => publicState(s))).toEqual([
       "reserved",
       "reserved",
       "stored",
