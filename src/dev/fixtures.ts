@@ -127,7 +127,7 @@ async function referenceErrors(db: Database, document: FixtureDocument): Promise
   return errors;
 }
 
-export type LoadedCounts = {
+type LoadedCounts = {
   stores: number;
   tokens: number;
   products: number;

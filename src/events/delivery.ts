@@ -159,7 +159,7 @@ export function retryAfter(value: string | null, nowMs: number): number | null {
 }
 
 /** The next step after an answer: delivered on 2xx, failed on 410 or when no retry is left, else a retry. */
-export function nextStep(
+function nextStep(
   event: Pick<EventRow, "retriesUsed" | "finalAttempt">,
   answer: Pick<Answer, "status" | "retryAfterSeconds">,
   schedule: readonly number[],

@@ -18,7 +18,7 @@ export const abilities = [
   "subscriptions:read",
   "webhooks:manage",
 ] as const;
-export type Ability = (typeof abilities)[number];
+type Ability = (typeof abilities)[number];
 
 /**
  * How a route treats `X-Service-Store`: `required` (prepare, complete), `unambiguous` (required only
@@ -29,7 +29,7 @@ export type StoreRule = "required" | "unambiguous" | "optional";
 export type GuardOptions<S extends StoreRule = StoreRule> = { ability: Ability; store: S };
 
 /** The caller a route of store rule `S` sees: under `required` and `unambiguous` the store is always known. */
-export type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
+type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
 
 /** The environment of a route behind the guard of store rule `S`. */
 export type GuardedEnv<S extends StoreRule> = AppEnv & { Variables: { caller: ScopedCaller<S> } };
@@ -43,7 +43,7 @@ export const tokenCache = new TokenCache();
  * Finds the token behind an `Authorization` header value; null for anything not a known bearer token.
  * A token read from D1 is trusted for `cacheSeconds` in this isolate, so revoking one takes that long.
  */
-export async function authenticate(
+async function authenticate(
   db: Database,
   authorization: string | undefined,
   cacheSeconds: number,

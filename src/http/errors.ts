@@ -50,7 +50,7 @@ export function validationError(errors: FieldErrors): ApiError {
 }
 
 /** Renders a client-facing error body; never leaks a stack or an empty object. */
-export function errorResponse(c: Context, error: ApiError): Response {
+function errorResponse(c: Context, error: ApiError): Response {
   const body = error.errors ? { message: error.message, errors: error.errors } : { message: error.message };
   return c.json(body, error.status, error.headers);
 }

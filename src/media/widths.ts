@@ -16,7 +16,7 @@ import { type RememberedVariant, VariantMemory } from "./variant-memory";
  */
 
 /** What the media route needs to answer a `?width=` request. */
-export type WidthRequest = {
+type WidthRequest = {
   request: Request;
   env: Env;
   /** Keeps the edge-cache write alive after the answer (the execution context's waitUntil). */
@@ -43,7 +43,7 @@ const waitLimitMs = 25_000;
 /** Seconds a 503 asks the client to wait before trying again. */
 const retryAfterSeconds = 2;
 
-export const widthMessages = {
+const widthMessages = {
   unsupported: (widths: number[]) => `Unsupported width. Use one of: ${widths.join(", ")}.`,
   failed:
     "The image could not be made at this width just now. Nothing was stored; please try again in a moment (see Retry-After).",
@@ -64,7 +64,7 @@ export function widthGenerations(): number {
  * The `width` asked for, or null when the request has none. Anything but exactly one `width` parameter that
  * is one of the configured widths in plain decimal is 400, naming the widths.
  */
-export function requestedWidth(url: URL, widths: number[]): number | null {
+function requestedWidth(url: URL, widths: number[]): number | null {
   const values = url.searchParams.getAll("width");
   if (values.length === 0) return null;
   const [value] = values;
@@ -74,7 +74,7 @@ export function requestedWidth(url: URL, widths: number[]): number | null {
 }
 
 /** The height of an image `width × height` scaled to `target` pixels wide (at least 1). */
-export function scaledHeight(width: number, height: number, target: number): number {
+function scaledHeight(width: number, height: number, target: number): number {
   return Math.max(1, Math.round((height * target) / width));
 }
 

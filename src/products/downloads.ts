@@ -3,7 +3,7 @@ import { signFileUrl } from "../media/signing";
 import type { Product, Variant } from "./resource";
 
 /** How long a `download_url` in a product read stays valid. */
-export const downloadLinkLifetimeMs = 60 * 60 * 1000;
+const downloadLinkLifetimeMs = 60 * 60 * 1000;
 
 /** Whose locators a product read may sign: the request's origin and the product's store. */
 export type SigningScope = { secret: string | null; origin: string; storeId: string };

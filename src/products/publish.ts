@@ -25,7 +25,7 @@ export const publishMessages = {
 /** How long a publish holds its product; a crashed publish frees it after this. */
 const publishLeaseMs = 60_000;
 
-export type PublishDeps = {
+type PublishDeps = {
   db: Database;
   platform: ProjectPlatform;
   now?: () => Date;

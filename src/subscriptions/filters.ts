@@ -20,10 +20,10 @@ export function invalidValue(field: string, value: string): string {
   return `Invalid value for '${field}': '${value}'`;
 }
 
-export const defaultPerPage = 10;
-export const maxPerPage = 100;
-export const sortValues = ["-created_at", "created_at"] as const;
-export type SortOrder = (typeof sortValues)[number];
+const defaultPerPage = 10;
+const maxPerPage = 100;
+const sortValues = ["-created_at", "created_at"] as const;
+type SortOrder = (typeof sortValues)[number];
 
 const dayMs = 86_400_000;
 

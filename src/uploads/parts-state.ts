@@ -77,7 +77,7 @@ export type PartTicket = {
   leaseUntil: number;
 };
 
-export type PartTransition = { next: PartRecord; ticket: PartTicket } | { refusal: Refusal };
+type PartTransition = { next: PartRecord; ticket: PartTicket } | { refusal: Refusal };
 
 const refusePart = (status: Refusal["status"], reason: RefusalReason, part?: number, detail?: string) => ({
   refusal: { status, reason, ...(detail === undefined ? {} : { detail }), ...(part === undefined ? {} : { part }) },
@@ -115,7 +115,7 @@ export function beginPart(
   };
 }
 
-export type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusal };
+type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusal };
 
 /**
  * A part PUT ends: the part stored (its size and ETag recorded, and the reservation extended to now +

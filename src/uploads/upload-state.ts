@@ -13,8 +13,8 @@
 
 import { sameMediaType } from "../lib/media-type";
 
-export type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
-export type PublicUploadState = "reserved" | "stored" | "completed";
+type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
+type PublicUploadState = "reserved" | "stored" | "completed";
 
 /**
  * The hosted file result of a completed upload. A converted image also records its size (absent on every

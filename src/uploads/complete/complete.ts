@@ -7,7 +7,7 @@ import { uploadMessages } from "../messages";
 import type { CompleteOutcome, HostedFile } from "../upload-state";
 
 /** The steps of a complete between its begin and its finish, each over its own storage. */
-export type CompleteSteps = {
+type CompleteSteps = {
   /** Refuses (422) an upload whose size is outside the store's limit as it is now (D1). */
   checkLimit(): Promise<void>;
   /** Assembles a multipart upload's parts into its staged object (R2 upload `r2UploadId`). */

@@ -5,7 +5,7 @@ import { stagedKey } from "../keys";
 import type { PartTicket } from "../parts-state";
 
 /** A stored part: R2's ETag, and the coordinator's outcome (the reservation's new end). */
-export type StoredPartResult = { etag: string; finished: Outcome<{ expiresAt: number }> };
+type StoredPartResult = { etag: string; finished: Outcome<{ expiresAt: number }> };
 
 /**
  * Streams one part's body into the upload's R2 multipart upload and records the outcome with the

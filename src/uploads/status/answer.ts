@@ -4,7 +4,7 @@ import { type PublishedFile, publishedFile } from "../srcset";
 import { publicState } from "../upload-state";
 
 /** `GET /media-uploads/{id}`'s answer: the upload's public state and result, and a multipart upload's plan and parts. */
-export type UploadStatusAnswer = {
+type UploadStatusAnswer = {
   id: string;
   state: ReturnType<typeof publicState>;
   expires_at: string;
