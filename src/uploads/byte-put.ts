@@ -1,7 +1,9 @@
-import { z } from "@hono/zod-openapi";
+import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
+import { inBackground } from "../http/background";
 import { ApiError } from "../http/errors";
+import { errorResponses, openRoute } from "../http/route";
 import { log } from "../lib/log";
 import { retryLater } from "./api-schemas";
 import { uploadMessages } from "./messages";
@@ -15,7 +17,7 @@ import { uploadMessages } from "./messages";
  * The headers of both PUTs. Content-Type and Content-Length are optional to the validator, which runs
  * before the upload is looked up: a missing one is the 422 of a mismatch, after 404 and 409.
  */
-export const PutHeaders = z.object({
+const PutHeaders = z.object({
   "X-Upload-Token": z.string().openapi({ description: "The upload token from prepare's `upload_request.headers`" }),
   "Content-Type": z
     .string()
@@ -32,14 +34,43 @@ export const PutHeaders = z.object({
 
 const binary = { schema: { type: "string", format: "binary" } } as const;
 /** The raw bytes of an upload or of one part, under the media type prepared. */
-export const binaryBody = {
+const binaryBody = {
   required: true,
   content: { "application/octet-stream": binary, "image/*": binary, "video/*": binary, "*/*": binary },
 };
 
-export const storageFailedResponse = retryLater(
+const storageFailedResponse = retryLater(
   "Storage failed; the upload (or part) is as it was, and the PUT may be retried",
 );
+
+/**
+ * A byte PUT's documented route: authorized by the upload token alone, with the headers and raw body above,
+ * its own `checks` first, and the refusals and the 503 both PUTs answer after its own `success`.
+ */
+export function bytePutRoute<
+  const Path extends string,
+  Params extends z.ZodObject,
+  Success extends RouteConfig["responses"],
+>(
+  config: Pick<RouteConfig, "operationId" | "summary" | "description"> & {
+    path: Path;
+    params: Params;
+    checks: MiddlewareHandler<AppEnv>[];
+    success: Success;
+  },
+) {
+  const { path, params, checks, success, ...documented } = config;
+  return openRoute({
+    method: "put",
+    path,
+    ...documented,
+    tags: ["Media uploads"],
+    security: [{ uploadToken: [] }],
+    checks,
+    request: { params, headers: PutHeaders, body: binaryBody },
+    responses: { ...success, ...errorResponses(400, 401, 404, 409, 422, 429), 503: storageFailedResponse },
+  });
+}
 
 export const requireUploadToken: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!c.req.header("X-Upload-Token")) throw new ApiError(401, uploadMessages.tokenRequired);
@@ -103,9 +134,17 @@ export async function streamToR2<T>(
   }
 }
 
-/** The answer of a storing that failed: the body's fault (400) or the storage's (503, retry). */
-export function storingFailed(cause: "body" | "storage"): ApiError {
-  return cause === "body"
-    ? new ApiError(400, uploadMessages.bodyLength)
-    : new ApiError(503, uploadMessages.storageFailed);
+/**
+ * Awaits a storing that goes on without the client: one gone mid-body must not leave the upload `storing`
+ * or its part leased. Answers what was stored, or throws the body's fault (400) or the storage's (503, retry).
+ */
+export async function storedOrRefused<T>(c: Context, storing: Promise<Streamed<T>>): Promise<T> {
+  inBackground(c, storing);
+  const result = await storing;
+  if (!result.stored) {
+    throw result.cause === "body"
+      ? new ApiError(400, uploadMessages.bodyLength)
+      : new ApiError(503, uploadMessages.storageFailed);
+  }
+  return result.value;
 }

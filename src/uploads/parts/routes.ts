@@ -1,19 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { setting } from "../../config";
-import { inBackground } from "../../http/background";
-import { errorResponses, openRoute } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { sha256Hex } from "../../lib/crypto";
 import { UploadParams } from "../api-schemas";
-import {
-  binaryBody,
-  PutHeaders,
-  putAttempt,
-  requestBody,
-  requireUploadToken,
-  storageFailedResponse,
-  storingFailed,
-} from "../byte-put";
+import { bytePutRoute, putAttempt, requestBody, requireUploadToken, storedOrRefused } from "../byte-put";
 import { refusalError, storeCoordinator, unwrap, uploadNotFound } from "../coordinator/client";
 import { uploadMessages } from "../messages";
 import { partEtag } from "../parts-state";
@@ -34,18 +24,15 @@ const PartParams = UploadParams.extend({
     }),
 });
 
-export const putPartRoute = openRoute({
-  method: "put",
+export const putPartRoute = bytePutRoute({
   path: "/media-uploads/{id}/parts/{part_number}",
   operationId: "putMediaUploadPart",
   summary: "Upload one part",
   description:
     "One part of a multipart upload, with the headers of prepare's `upload_request` and the part's own Content-Length: `part_size`, the last part the rest. Parts may come in any order and in parallel; a part sent again replaces the earlier one, so a retry is always safe. Each part stored extends the reservation. Answers the part's `ETag`. Checks: 429 (`PART_LIMIT_PER_MINUTE`, 600 part PUTs per minute per client IP; and every part PUT is refused while the IP's 20-per-minute PUT limit is spent, which a part PUT with an unknown upload or a wrong token counts toward) → 401 no token → 400 malformed id or part number → 404 (unknown, wrong token, expired) → 409 (not a multipart upload, already assembled or completed, this part being stored by another request) → 422 (part number outside 1..`part_count`, with `errors.part_number`; Content-Type or Content-Length differ). Any origin may call it from a browser.",
-  tags: ["Media uploads"],
-  security: [{ uploadToken: [] }],
   checks: [partLimit, requireUploadToken],
-  request: { params: PartParams, headers: PutHeaders, body: binaryBody },
-  responses: {
+  params: PartParams,
+  success: {
     204: {
       description: "The part is stored",
       headers: {
@@ -55,8 +42,6 @@ export const putPartRoute = openRoute({
         },
       },
     },
-    ...errorResponses(400, 401, 404, 409, 422, 429),
-    503: storageFailedResponse,
   },
 });
 
@@ -80,11 +65,8 @@ export const putPartRoutes = createRouter().openapi(putPartRoute, async (c) => {
     throw refusalError(begun.refusal, id);
   }
   const at = { storeId, uploadId: id, ttlMs, requestId: c.get("requestId") };
-  const storing = storePart(c.env.BUCKET, coordinator, at, begun.ticket, requestBody(c));
-  inBackground(c, storing); // a client gone mid-body must not leave the part leased
-  const result = await storing;
-  if (!result.stored) throw storingFailed(result.cause);
-  unwrap(result.value.finished, id);
-  c.header("ETag", partEtag(result.value.etag));
+  const stored = await storedOrRefused(c, storePart(c.env.BUCKET, coordinator, at, begun.ticket, requestBody(c)));
+  unwrap(stored.finished, id);
+  c.header("ETag", partEtag(stored.etag));
   return c.body(null, 204);
 });
