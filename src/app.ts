@@ -9,7 +9,7 @@ import { demoToken } from "./dev/demo";
 import { devRoutes } from "./dev/routes";
 import type { AppEnv } from "./env";
 import { eventRoutes } from "./events/routes";
-import { apiCors } from "./http/cors";
+import { apiCors, routeCors, uploadCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
 import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
@@ -18,7 +18,11 @@ import { crossSellRoutes } from "./products/cross-sells/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
 import { subscriptionRoutes } from "./subscriptions/routes";
-import { uploadRoutes } from "./uploads/routes";
+import { completeRoutes } from "./uploads/complete/routes";
+import { putPartRoute, putPartRoutes } from "./uploads/parts/routes";
+import { prepareRoutes } from "./uploads/prepare/routes";
+import { putBytesRoute, putBytesRoutes } from "./uploads/put/routes";
+import { statusRoutes } from "./uploads/status/routes";
 
 export const apiBasePath = "/api/v1";
 
@@ -90,6 +94,9 @@ function openApiObject(serverUrl: string) {
 /** The versioned API: every documented route, mounted feature by feature. */
 function createApi() {
   const api = createRouter();
+  // CORS by route: the byte PUTs answer any origin (their upload token is the credential), every other
+  // route only the origins of CORS_ORIGINS.
+  for (const route of [putBytesRoute, putPartRoute]) api.use(...routeCors(route, uploadCors));
   api.use("*", apiCors);
   api.use("*", async (c, next) => {
     // The dev fixture route has its own, larger limit; the byte PUT streams and checks its own length.
@@ -104,7 +111,12 @@ function createApi() {
   api.route("/", productRoutes);
   api.route("/", customFieldRoutes);
   api.route("/", crossSellRoutes);
-  api.route("/", uploadRoutes(apiBasePath));
+  // Media uploads by operation: prepare, the byte PUT, the part PUT, complete, the upload's state.
+  api.route("/", prepareRoutes(apiBasePath));
+  api.route("/", putBytesRoutes);
+  api.route("/", putPartRoutes);
+  api.route("/", completeRoutes);
+  api.route("/", statusRoutes(apiBasePath));
   api.route("/", subscriptionRoutes);
   api.route("/", eventRoutes);
   api.route("/_dev", devRoutes);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "./http/errors";
+import { log } from "./lib/log";
 import { maxSupportedEdge } from "./uploads/convert/budget";
 
 /**
@@ -33,7 +34,7 @@ const wholeNumber = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGE
 const positiveInteger = (fallback: number, max?: number) => wholeNumber(fallback, 1, max);
 
 /** R2's smallest part of a multipart upload (every part but the last): a body ceiling below it could not be split. */
-export const minPartBytes = 5 * 2 ** 20;
+const minPartBytes = 5 * 2 ** 20;
 
 /**
  * R2 aborts a multipart upload left incomplete for 7 days (the default lifecycle rule of a bucket), so no
@@ -134,7 +135,7 @@ export type SettingName = keyof typeof settings;
 type Settings = { [K in SettingName]: z.output<(typeof settings)[K]> };
 
 /** The parsed configuration: each value, or why it could not be read. */
-export type Config = {
+type Config = {
   [K in SettingName]: { ok: true; value: Settings[K] } | { ok: false; problem: string };
 };
 
@@ -174,7 +175,7 @@ export function setting<K extends SettingName>(env: Env, name: K): Settings[K] {
   if (!entry.ok) {
     if (!reported.has(entry.problem)) {
       reported.add(entry.problem);
-      console.error(JSON.stringify({ level: "error", message: "configuration problem", problem: entry.problem }));
+      log.error("configuration problem", { problem: entry.problem });
     }
     throw new ApiError(503, `The service is not configured correctly: ${entry.problem}.`);
   }

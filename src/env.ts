@@ -20,5 +20,7 @@ export type AppEnv = {
     db: Database;
     /** Set by the auth guard on bearer routes. */
     caller: Caller;
+    /** Set when a route's own CORS policy answered the request (http/cors.ts `routeCors`). */
+    corsAnswered?: boolean;
   };
 };

@@ -8,7 +8,7 @@ import { ApiError } from "./http/errors";
 import { readLiveProduct } from "./products/queries";
 
 export { RateLimiter } from "./limits/rate-limiter";
-export { StoreCoordinator } from "./uploads/store-coordinator";
+export { StoreCoordinator } from "./uploads/coordinator/store-coordinator";
 
 const app = createApp();
 

@@ -1,6 +1,6 @@
 import { getTableColumns, type SQL, sql } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { SQLiteTable, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import type { Database } from "./client";
 
 /** D1 binds at most 100 parameters per statement. */
@@ -30,32 +30,56 @@ export function upsertStatements<T extends SQLiteTable>(
   rows: T["$inferInsert"][],
 ) {
   const columns = getTableColumns(table);
+  // Every column set from the row that conflicted (a record of the table's own keys, built at run time).
   const set = Object.fromEntries(
     Object.entries(columns).map(([key, column]) => [key, sql.raw(`excluded."${column.name}"`)]),
-  );
+  ) as SQLiteUpdateSetSource<T>;
   return chunk(rows, rowsPerStatement(table)).map((part) =>
-    db
-      .insert(table)
-      .values(part)
-      .onConflictDoUpdate({ target, set: set as never }),
+    db.insert(table).values(part).onConflictDoUpdate({ target, set }),
   );
 }
 
-/** Runs statements as one atomic D1 batch; does nothing for an empty list. */
-export async function runAtomically(db: Database, statements: BatchItem<"sqlite">[]) {
-  if (statements.length === 0) return [];
-  return db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+/** A batch that one of its {@link abortUnless} guards refused: nothing of it was written. */
+export class GuardFailedError extends Error {
+  constructor(cause: unknown) {
+    super("batch aborted: a guard did not hold", { cause });
+    this.name = "GuardFailedError";
+  }
 }
 
-const abortMarker = "batch aborted: guard failed";
+/** The guard statements {@link abortUnless} made, so a failed batch knows whether it held one. */
+const guards = new WeakSet<object>();
 
 /**
- * A statement that aborts its batch, rolling back every statement in it, unless `condition` holds.
- * SQLite has no RAISE outside triggers, so the guard makes json() fail on purpose.
+ * Runs statements as one atomic D1 batch; does nothing for an empty list. A batch refused by one of its
+ * guards throws {@link GuardFailedError}; any other failure is thrown as D1 threw it.
+ */
+export async function runAtomically(db: Database, statements: BatchItem<"sqlite">[]) {
+  if (statements.length === 0) return [];
+  try {
+    return await db.batch(statements as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
+  } catch (error) {
+    // D1 tells failures apart only by SQLite's text. A guard fails as json() of a text that is not JSON, and
+    // no other statement of a guarded batch calls json(): that error in a batch with a guard is the guard's.
+    if (statements.some((statement) => guards.has(statement)) && /malformed JSON/i.test(failureText(error))) {
+      throw new GuardFailedError(error);
+    }
+    throw error;
+  }
+}
+
+/**
+ * A statement that aborts its batch, rolling back every statement in it, unless `condition` holds; the
+ * batch then throws {@link GuardFailedError}. SQLite has no RAISE outside triggers, so the guard makes
+ * json() fail on purpose.
  */
 export function abortUnless(db: Database, condition: SQL) {
   // Selected from a one-row subquery so the guard is evaluated whatever the tables hold.
-  return db.select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE ${abortMarker} END)` }).from(sql`(SELECT 1)`);
+  const guard = db
+    .select({ guard: sql`json(CASE WHEN ${condition} THEN '1' ELSE 'batch aborted: guard failed' END)` })
+    .from(sql`(SELECT 1)`);
+  guards.add(guard);
+  return guard;
 }
 
 /** The text of a D1 failure; D1 puts SQLite's own message in the cause. */
@@ -64,8 +88,8 @@ function failureText(error: unknown): string {
 }
 
 /** Whether a batch failed because an {@link abortUnless} guard did not hold. */
-export function isGuardAbort(error: unknown): boolean {
-  return /malformed JSON/i.test(failureText(error));
+export function isGuardAbort(error: unknown): error is GuardFailedError {
+  return error instanceof GuardFailedError;
 }
 
 /** Whether a write failed on the unique index over `columns` (as SQLite names them, e.g. "products.slug"). */

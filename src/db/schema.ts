@@ -77,7 +77,7 @@ export const variants = sqliteTable(
   (t) => [index("variants_product").on(t.productId, t.position)],
 );
 
-export const customFieldOwners = ["product", "waitlist", "variant"] as const;
+const customFieldOwners = ["product", "waitlist", "variant"] as const;
 export type CustomFieldOwner = (typeof customFieldOwners)[number];
 
 /** Live custom checkout fields of a product, its waitlist or a variant; `position` is `order`. */

@@ -12,8 +12,8 @@ import {
   subscriptions,
   webhookSecrets,
 } from "../db/schema";
-import { sha256Hex } from "../http/auth";
 import { type FieldErrors, validationError } from "../http/errors";
+import { sha256Hex } from "../lib/crypto";
 import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
 import { replaceProductContent } from "../products/persist";
 import { type CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
@@ -127,7 +127,7 @@ async function referenceErrors(db: Database, document: FixtureDocument): Promise
   return errors;
 }
 
-export type LoadedCounts = {
+type LoadedCounts = {
   stores: number;
   tokens: number;
   products: number;
@@ -144,13 +144,50 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
   const errors = await referenceErrors(db, document);
   if (Object.keys(errors).length > 0) throw validationError(errors);
 
-  const statements: BatchItem<"sqlite">[] = [];
-  statements.push(
+  const statements: BatchItem<"sqlite">[] = [...storeStatements(db, document.stores, now)];
+  const tokenRows = await Promise.all(
+    document.tokens.map(async (token) => ({
+      tokenHash: await sha256Hex(token.token),
+      storeIds: [...new Set(token.store_ids)],
+      abilities: [...new Set(token.abilities)],
+      createdAt: now,
+    })),
+  );
+  statements.push(...upsertStatements(db, apiTokens, apiTokens.tokenHash, tokenRows));
+
+  for (const product of document.products) statements.push(...productStatements(db, product, now));
+  statements.push(...subscriptionStatements(db, document.subscriptions, now));
+
+  try {
+    await runAtomically(db, statements);
+  } catch (error) {
+    // A slug or variant id held by a product outside the document surfaces as a constraint failure.
+    if (isUniqueViolation(error, "products.store_id, products.slug")) {
+      throw validationError({ products: ["A slug is already used by another product of the store."] });
+    }
+    if (isUniqueViolation(error)) {
+      throw validationError({ products: ["The document conflicts with stored data."] });
+    }
+    throw error;
+  }
+
+  return {
+    stores: document.stores.length,
+    tokens: document.tokens.length,
+    products: document.products.length,
+    cross_sells: document.products.reduce((sum, product) => sum + product.cross_sells.length, 0),
+    subscriptions: document.subscriptions.length,
+  };
+}
+
+/** A store's rows: the store, its development platform account and, when the document gives one, its webhook secret. */
+function storeStatements(db: Database, storeList: FixtureDocument["stores"], now: Date): BatchItem<"sqlite">[] {
+  return [
     ...upsertStatements(
       db,
       stores,
       stores.id,
-      document.stores.map((store) => ({
+      storeList.map((store) => ({
         id: store.id,
         name: store.name,
         planActive: store.plan_active,
@@ -162,7 +199,7 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
       db,
       devPlatformAccounts,
       devPlatformAccounts.storeId,
-      document.stores.map((store) => ({
+      storeList.map((store) => ({
         storeId: store.id,
         connected: store.platform?.connected ?? true,
         projects: store.platform?.projects ?? [],
@@ -170,14 +207,11 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
         updatedAt: now,
       })),
     ),
-  );
-
-  statements.push(
     ...upsertStatements(
       db,
       webhookSecrets,
       webhookSecrets.storeId,
-      document.stores.flatMap((store) =>
+      storeList.flatMap((store) =>
         store.webhook_secret
           ? [
               {
@@ -191,26 +225,20 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
           : [],
       ),
     ),
-  );
+  ];
+}
 
-  const tokenRows = await Promise.all(
-    document.tokens.map(async (token) => ({
-      tokenHash: await sha256Hex(token.token),
-      storeIds: [...new Set(token.store_ids)],
-      abilities: [...new Set(token.abilities)],
-      createdAt: now,
-    })),
-  );
-  statements.push(...upsertStatements(db, apiTokens, apiTokens.tokenHash, tokenRows));
-
-  for (const product of document.products) statements.push(...productStatements(db, product, now));
-
-  statements.push(
+function subscriptionStatements(
+  db: Database,
+  subscriptionList: FixtureDocument["subscriptions"],
+  now: Date,
+): BatchItem<"sqlite">[] {
+  return [
     ...upsertStatements(
       db,
       subscriptions,
       subscriptions.id,
-      document.subscriptions.map((s) => ({
+      subscriptionList.map((s) => ({
         id: s.id,
         storeId: s.store_id,
         customerId: s.customer_id,
@@ -241,28 +269,7 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
         }),
       })),
     ),
-  );
-
-  try {
-    await runAtomically(db, statements);
-  } catch (error) {
-    // A slug or variant id held by a product outside the document surfaces as a constraint failure.
-    if (isUniqueViolation(error, "products.store_id, products.slug")) {
-      throw validationError({ products: ["A slug is already used by another product of the store."] });
-    }
-    if (isUniqueViolation(error)) {
-      throw validationError({ products: ["The document conflicts with stored data."] });
-    }
-    throw error;
-  }
-
-  return {
-    stores: document.stores.length,
-    tokens: document.tokens.length,
-    products: document.products.length,
-    cross_sells: document.products.reduce((sum, product) => sum + product.cross_sells.length, 0),
-    subscriptions: document.subscriptions.length,
-  };
+  ];
 }
 
 function productStatements(db: Database, product: FixtureProduct, now: Date): BatchItem<"sqlite">[] {

@@ -30,7 +30,7 @@ export const devRoutes = createRouter()
         throw new ApiError(413, messages.payloadTooLarge);
       },
     }),
-    zValidator("json", FixtureDocument, validationHook as never),
+    zValidator("json", FixtureDocument, validationHook),
     async (c) => {
       const loaded = await loadFixtures(c.var.db, c.req.valid("json"));
       return c.json({ loaded }, 201);
@@ -38,7 +38,7 @@ export const devRoutes = createRouter()
   )
   .get(
     "/products/:id",
-    zValidator("param", z.object({ id: z.uuid({ error: messages.invalidProductId }) }), validationHook as never),
+    zValidator("param", z.object({ id: z.uuid({ error: messages.invalidProductId }) }), validationHook),
     async (c) => {
       const { id } = c.req.valid("param");
       const db = c.var.db;
@@ -73,7 +73,7 @@ export const devRoutes = createRouter()
         store_id: z.uuid(),
         mode: z.union([z.enum(["up", "down"]), z.object({ fail_after: z.number().int().min(0) })]).default("up"),
       }),
-      validationHook as never,
+      validationHook,
     ),
     async (c) => {
       const { store_id: storeId, mode } = c.req.valid("json");
@@ -83,7 +83,7 @@ export const devRoutes = createRouter()
       return c.body(null, 204);
     },
   )
-  .get("/platform/calls", zValidator("query", z.object({ store_id: z.uuid() }), validationHook as never), async (c) => {
+  .get("/platform/calls", zValidator("query", z.object({ store_id: z.uuid() }), validationHook), async (c) => {
     const { store_id: storeId } = c.req.valid("query");
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
   })

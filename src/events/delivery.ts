@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { type WebhookAttempt, webhookEvents, webhookSecrets } from "../db/schema";
+import { log } from "../lib/log";
 import { type DeliveryMessage, eventBody, fillEventBody } from "./records";
 import { signingSecrets, storeSecretRow } from "./secrets";
 import { signatureHeader } from "./signing";
@@ -158,7 +159,7 @@ export function retryAfter(value: string | null, nowMs: number): number | null {
 }
 
 /** The next step after an answer: delivered on 2xx, failed on 410 or when no retry is left, else a retry. */
-export function nextStep(
+function nextStep(
   event: Pick<EventRow, "retriesUsed" | "finalAttempt">,
   answer: Pick<Answer, "status" | "retryAfterSeconds">,
   schedule: readonly number[],
@@ -204,10 +205,6 @@ function isDeliveryMessage(body: unknown): body is DeliveryMessage {
   return typeof body === "object" && body !== null && typeof (body as DeliveryMessage).id === "string";
 }
 
-function warn(message: string, fields: Record<string, unknown>) {
-  console.warn(JSON.stringify({ level: "warn", message, ...fields }));
-}
-
 /**
  * The consumer: every message of the batch at once; settled events are acked, retries and early arrivals
  * come back through the queue's own delay. A message whose processing throws comes back after a minute
@@ -217,7 +214,7 @@ export async function handleDeliveryBatch(batch: MessageBatch<unknown>, deps: De
   await Promise.all(
     batch.messages.map(async (message) => {
       if (!isDeliveryMessage(message.body)) {
-        warn("webhook queue: malformed message dropped", { message_id: message.id });
+        log.warn("webhook queue: malformed message dropped", { message_id: message.id });
         message.ack();
         return;
       }
@@ -229,7 +226,7 @@ export async function handleDeliveryBatch(batch: MessageBatch<unknown>, deps: De
           message.ack();
         }
       } catch (error) {
-        warn("webhook queue: delivery could not be processed", {
+        log.warn("webhook queue: delivery could not be processed", {
           event_id: message.body.id,
           error: error instanceof Error ? error.message : String(error),
         });
@@ -261,7 +258,7 @@ export async function handleDeadLetters(batch: MessageBatch<unknown>, db: Databa
           attemptLog: sql`json_insert(${webhookEvents.attemptLog}, '$[#]', json(${JSON.stringify(entry)}))`,
         })
         .where(and(eq(webhookEvents.id, message.body.id), eq(webhookEvents.status, "pending")));
-      warn("webhook queue: dead-lettered event marked failed", { event_id: message.body.id });
+      log.warn("webhook queue: dead-lettered event marked failed", { event_id: message.body.id });
     }
     message.ack();
   }

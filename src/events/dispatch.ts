@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { inBackground } from "../http/background";
+import { log } from "../lib/log";
 import { enqueueEvent } from "./records";
 
 /**
@@ -11,14 +12,10 @@ export function enqueueInBackground<E extends AppEnv>(c: Context<E>, id: string,
   inBackground(
     c,
     enqueueEvent(c.var.db, c.env.WEBHOOK_QUEUE, id, body).catch((error: unknown) => {
-      console.warn(
-        JSON.stringify({
-          level: "warn",
-          message: "webhook event: enqueue failed; the sweep will retry it",
-          event_id: id,
-          error: error instanceof Error ? error.message : String(error),
-        }),
-      );
+      log.warn("webhook event: enqueue failed; the sweep will retry it", {
+        event_id: id,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }),
   );
 }

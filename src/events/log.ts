@@ -10,12 +10,12 @@ export const eventMessages = {
   notFound: (id: string) => `Webhook event with ID ${id} not found`,
 } as const;
 
-export type EventFilters = { status?: WebhookEventStatus; type?: EventRow["type"]; productId?: string };
+type EventFilters = { status?: WebhookEventStatus; type?: EventRow["type"]; productId?: string };
 
 const iso = (time: Date | null) => (time ? time.toISOString() : null);
 
 /** The list item of an event: what happened to it, never its body or the store's secret. */
-export function eventSummary(row: EventRow) {
+function eventSummary(row: EventRow) {
   return {
     id: row.id,
     type: row.type,

@@ -4,7 +4,7 @@ import type { Database } from "../db/client";
 import { webhookEvents, webhookEventTypes } from "../db/schema";
 
 export const eventTypes = webhookEventTypes;
-export type EventType = (typeof eventTypes)[number];
+type EventType = (typeof eventTypes)[number];
 
 /** An event about to be written with the change it reports. */
 export type NewEvent = {
@@ -22,7 +22,7 @@ export type NewEvent = {
 export type DeliveryMessage = { id: string };
 
 /** A new event id, `evt_<uuid>`: the `webhook-id` of every attempt. */
-export const newEventId = () => `evt_${crypto.randomUUID()}`;
+const newEventId = () => `evt_${crypto.randomUUID()}`;
 
 /**
  * Where an event about the product goes: its `webhook_url` when that is an `https:` URL (or `http:` with

@@ -4,6 +4,7 @@ import { webhookEventStatuses } from "../db/schema";
 import { integerQuery, Pagination, pagination } from "../http/pagination";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
+import { uuidSource } from "../lib/ids";
 import { enqueueInBackground } from "./dispatch";
 import { eventDetail, eventMessages, listEvents, markForRedelivery, requireEvent } from "./log";
 import { eventTypes } from "./records";
@@ -74,7 +75,7 @@ const ListQuery = z.object({
 const EventParams = z.object({
   id: z
     .string()
-    .regex(/^evt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+    .regex(new RegExp(`^evt_${uuidSource}$`, "i"), {
       error: eventMessages.invalidEventId,
     })
     .overwrite((value) => value.toLowerCase())

@@ -3,17 +3,10 @@
  * base64-decoded part of a `whsec_` secret. Any Standard Webhooks library verifies it.
  */
 
+import { hmacSha256 } from "../lib/crypto";
+import { fromBase64, toBase64 } from "../lib/encoding";
+
 const secretPrefix = "whsec_";
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary);
-}
-
-function fromBase64(text: string): Uint8Array {
-  return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
-}
 
 /** A new secret: `whsec_` + base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
@@ -32,15 +25,8 @@ export function isWebhookSecret(secret: string): boolean {
 
 /** One `v1,` signature of the message with `secret`. */
 export async function signature(secret: string, id: string, timestamp: number, body: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    fromBase64(secret.slice(secretPrefix.length)),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
-  return `v1,${toBase64(new Uint8Array(mac))}`;
+  const mac = await hmacSha256(fromBase64(secret.slice(secretPrefix.length)), `${id}.${timestamp}.${body}`);
+  return `v1,${toBase64(mac)}`;
 }
 
 /** The `webhook-signature` header: one signature per secret, space-separated (two during a rotation's overlap). */

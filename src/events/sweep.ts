@@ -14,7 +14,7 @@ const sweepLimit = 1000;
 /** Queues take at most 100 messages per sendBatch; D1 binds at most 100 parameters per statement. */
 const chunkSize = 90;
 
-export type SweepDeps = {
+type SweepDeps = {
   db: Database;
   queue: Queue<DeliveryMessage>;
   retentionDays: number;

@@ -5,6 +5,7 @@ import { setting } from "../config";
 import type { Database } from "../db/client";
 import { apiTokens } from "../db/schema";
 import type { AppEnv, Caller } from "../env";
+import { constantTimeEqual, sha256Hex } from "../lib/crypto";
 import { ApiError, messages } from "./errors";
 import { announceLimit, takeGeneralLimit, tooManyRequests } from "./rate-limit";
 import { TokenCache, type VerifiedToken } from "./token-cache";
@@ -17,7 +18,7 @@ export const abilities = [
   "subscriptions:read",
   "webhooks:manage",
 ] as const;
-export type Ability = (typeof abilities)[number];
+type Ability = (typeof abilities)[number];
 
 /**
  * How a route treats `X-Service-Store`: `required` (prepare, complete), `unambiguous` (required only
@@ -28,24 +29,12 @@ export type StoreRule = "required" | "unambiguous" | "optional";
 export type GuardOptions<S extends StoreRule = StoreRule> = { ability: Ability; store: S };
 
 /** The caller a route of store rule `S` sees: under `required` and `unambiguous` the store is always known. */
-export type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
+type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
 
 /** The environment of a route behind the guard of store rule `S`. */
 export type GuardedEnv<S extends StoreRule> = AppEnv & { Variables: { caller: ScopedCaller<S> } };
 
 const storeIdSchema = z.uuid();
-
-/** SHA-256 of a secret, lower-case hex. */
-export async function sha256Hex(secret: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function constantTimeEqual(a: string, b: string): boolean {
-  const left = new TextEncoder().encode(a);
-  const right = new TextEncoder().encode(b);
-  return left.byteLength === right.byteLength && crypto.subtle.timingSafeEqual(left, right);
-}
 
 /** This isolate's verified tokens (see token-cache.ts): a warm request reads no D1. */
 export const tokenCache = new TokenCache();
@@ -54,7 +43,7 @@ export const tokenCache = new TokenCache();
  * Finds the token behind an `Authorization` header value; null for anything not a known bearer token.
  * A token read from D1 is trusted for `cacheSeconds` in this isolate, so revoking one takes that long.
  */
-export async function authenticate(
+async function authenticate(
   db: Database,
   authorization: string | undefined,
   cacheSeconds: number,

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { log } from "../lib/log";
 
 /** Field name → messages, as in the specification's validation bodies. */
 export type FieldErrors = Record<string, string[]>;
@@ -49,7 +50,7 @@ export function validationError(errors: FieldErrors): ApiError {
 }
 
 /** Renders a client-facing error body; never leaks a stack or an empty object. */
-export function errorResponse(c: Context, error: ApiError): Response {
+function errorResponse(c: Context, error: ApiError): Response {
   const body = error.errors ? { message: error.message, errors: error.errors } : { message: error.message };
   return c.json(body, error.status, error.headers);
 }
@@ -78,7 +79,7 @@ export function renderError(error: Error, c: Context): Response {
   if (isMissingTable(error)) {
     if (!reportedMissingTables) {
       reportedMissingTables = true;
-      console.error(JSON.stringify({ level: "error", message: `database not migrated: run ${migrateCommand}` }));
+      log.error(`database not migrated: run ${migrateCommand}`);
     }
     return errorResponse(
       c,
@@ -88,17 +89,13 @@ export function renderError(error: Error, c: Context): Response {
       ),
     );
   }
-  console.error(
-    JSON.stringify({
-      level: "error",
-      message: "unhandled error",
-      request_id: c.get("requestId"),
-      method: c.req.method,
-      path: c.req.path,
-      error: error?.message ?? String(error),
-      stack: error?.stack,
-    }),
-  );
+  log.error("unhandled error", {
+    request_id: c.get("requestId"),
+    method: c.req.method,
+    path: c.req.path,
+    error: error?.message ?? String(error),
+    stack: error?.stack,
+  });
   return c.json({ message: messages.serverError }, 500);
 }
 

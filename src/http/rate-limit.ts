@@ -42,7 +42,7 @@ export function takeGeneralLimit(
 }
 
 /** The IETF draft `RateLimit-Policy` / `RateLimit` headers for a verdict. */
-export function rateLimitHeaders(verdict: LimitVerdict): Record<string, string> {
+function rateLimitHeaders(verdict: LimitVerdict): Record<string, string> {
   return {
     "RateLimit-Policy": `${verdict.limit};w=${verdict.windowSeconds}`,
     RateLimit: `limit=${verdict.limit}, remaining=${verdict.remaining}, reset=${verdict.resetSeconds}`,
@@ -63,7 +63,7 @@ export function announceLimit(c: Context, verdict: LimitVerdict): void {
 }
 
 /** Counts one request against `limit` calls per `windowSeconds` wherever the subject's counter lives. */
-export type LimitCounter = (limit: number, windowSeconds: number) => Promise<LimitVerdict>;
+type LimitCounter = (limit: number, windowSeconds: number) => Promise<LimitVerdict>;
 
 /** The counter of `subject` in its own rate-limiter object (e.g. `put:<ip>`). */
 export function limiterObject(namespace: Env["RATE_LIMITER"], subject: string): LimitCounter {

@@ -125,7 +125,7 @@ function isValidated(media: unknown): boolean {
 
 function paramsMiddleware(route: RouteConfig) {
   const params = route.request?.params;
-  return params ? [paramsFirst(params as never)] : [];
+  return params ? [paramsFirst(params)] : [];
 }
 
 type SchemaNode = { [key: string]: unknown };

@@ -9,7 +9,7 @@ export type VerifiedToken = {
 export const UNKNOWN_TOKEN_CACHE_SECONDS = 5;
 
 /** Entries of each of the two maps (known and unknown tokens); the oldest entry is evicted first. */
-export const TOKEN_CACHE_MAX_ENTRIES = 10_000;
+const TOKEN_CACHE_MAX_ENTRIES = 10_000;
 
 type Entry = { token: VerifiedToken | null; expiresAt: number };
 

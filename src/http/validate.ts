@@ -1,4 +1,3 @@
-import type { Hook } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { ZodType, z } from "zod";
 import type { AppEnv } from "../env";
@@ -16,14 +15,21 @@ export function fieldErrors(issues: readonly z.core.$ZodIssue[]): FieldErrors {
   return errors;
 }
 
+/** A validator's result as both validators hand it to their hook (the OpenAPI router's and `@hono/zod-validator`). */
+type ValidationResult = { target: string } & (
+  | { success: true }
+  | { success: false; error: { issues: readonly z.core.$ZodIssue[] } }
+);
+
 /**
- * The validation hook of every route: path parameters fail with their 400 message, a JSON body
- * that is not an object is malformed (400), anything else is a 422 with `errors`.
+ * The validation hook of every route (the OpenAPI router's default, and the /_dev routes' `zValidator`):
+ * path parameters fail with their 400 message, a JSON body that is not an object is malformed (400),
+ * anything else is a 422 with `errors`.
  */
-export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result) => {
+export function validationHook(result: ValidationResult): void {
   if (result.success) return;
   throw toApiError(result.target, result.error.issues);
-};
+}
 
 function toApiError(target: string, issues: readonly z.core.$ZodIssue[]): ApiError {
   if (target === "param") return new ApiError(400, issues[0]?.message ?? messages.notFound);

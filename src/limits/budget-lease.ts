@@ -1,19 +1,19 @@
 import type { LeaseGrant, LimitVerdict } from "./fixed-window";
 
 /** What an isolate asks a subject's limiter for: up to `want` calls of the current window. */
-export type LeaseRequest = { limit: number; windowSeconds: number; want: number };
+type LeaseRequest = { limit: number; windowSeconds: number; want: number };
 
 /** Asks the limiter of `subject` for a slice of its window (one Durable Object RPC in production). */
 export type LeaseClient = (subject: string, request: LeaseRequest) => Promise<LeaseGrant>;
 
 /** Keeps `task` alive after the response has been sent (the request's own `waitUntil`). */
-export type Background = (task: Promise<unknown>) => void;
+type Background = (task: Promise<unknown>) => void;
 
 /** A slice is this share of the limit: an isolate that goes away strands at most that much of a window. */
 export const SLICES_PER_WINDOW = 20;
 
 /** Subjects (tokens) whose slices one isolate remembers; the least recently used is forgotten first. */
-export const MAX_LEASED_SUBJECTS = 10_000;
+const MAX_LEASED_SUBJECTS = 10_000;
 
 /**
  * A lease call older than this is taken for lost (its request was cancelled): it no longer blocks a new

@@ -1,5 +1,5 @@
 /** A single byte range of an object of known size, or why the Range header cannot be served. */
-export type ByteRange = { offset: number; length: number };
+type ByteRange = { offset: number; length: number };
 
 /**
  * Kept by hand, not left to R2's `get(key, { range: request.headers })`: R2 (workerd 2026-11) answers an

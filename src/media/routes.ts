@@ -2,6 +2,7 @@ import { setting } from "../config";
 import { inBackground } from "../http/background";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
+import { storedUuid as uuid } from "../lib/ids";
 import { resolveHosted } from "../uploads/in-place";
 import { mediaKey, privateFileKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
@@ -9,7 +10,6 @@ import { parseRange } from "./range";
 import { verifyFileSignature } from "./signing";
 import { serveWidth } from "./widths";
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const notFound = () => new ApiError(404, messages.notFound);
 
 /**

@@ -1,13 +1,10 @@
+import { constantTimeEqual, hmacSha256 } from "../lib/crypto";
+import { toHex } from "../lib/encoding";
+
 /** Signed, expiring links to private files: HMAC-SHA-256 over the path and the expiry time. */
 
-const encoder = new TextEncoder();
-
 async function hmacHex(secret: string, message: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
-    "sign",
-  ]);
-  const signature = await crypto.subtle.sign("HMAC", key, encoder.encode(message));
-  return [...new Uint8Array(signature)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return toHex(await hmacSha256(secret, message));
 }
 
 /** `locator` (an absolute private-file URL) with `expires` and `signature` query parameters. */
@@ -30,8 +27,5 @@ export async function verifyFileSignature(
 ): Promise<boolean> {
   if (!secret || !expires || !signature || !/^\d{1,12}$/.test(expires)) return false;
   if (Number(expires) * 1000 <= now) return false;
-  const expected = await hmacHex(secret, `${pathname}:${expires}`);
-  const given = encoder.encode(signature.toLowerCase());
-  const wanted = encoder.encode(expected);
-  return given.byteLength === wanted.byteLength && crypto.subtle.timingSafeEqual(given, wanted);
+  return constantTimeEqual(signature.toLowerCase(), await hmacHex(secret, `${pathname}:${expires}`));
 }

@@ -11,9 +11,9 @@
  */
 
 /** Bytes of widths kept per isolate. */
-export const VARIANT_MEMORY_BYTES = 4 * 1024 * 1024;
+const VARIANT_MEMORY_BYTES = 4 * 1024 * 1024;
 /** A width larger than this is not kept (a 1920-px photo is ~110 KiB; a rare huge one would evict dozens). */
-export const VARIANT_MEMORY_ENTRY_BYTES = 256 * 1024;
+const VARIANT_MEMORY_ENTRY_BYTES = 256 * 1024;
 
 export type RememberedVariant = { bytes: Uint8Array; etag: string };
 

@@ -1,8 +1,10 @@
 import { setting } from "../config";
 import { ApiError } from "../http/errors";
+import { toHex } from "../lib/encoding";
+import { log } from "../lib/log";
 import { type ImageInput, resizeHostedWebp } from "../uploads/convert";
 import { readWebpHeader } from "../uploads/convert/webp-header";
-import { storeCoordinator } from "../uploads/coordinator";
+import { storeCoordinator } from "../uploads/coordinator/client";
 import { mediaKey, mediaWidthKey } from "../uploads/keys";
 import { uploadMessages } from "../uploads/messages";
 import { parseRange } from "./range";
@@ -14,7 +16,7 @@ import { type RememberedVariant, VariantMemory } from "./variant-memory";
  */
 
 /** What the media route needs to answer a `?width=` request. */
-export type WidthRequest = {
+type WidthRequest = {
   request: Request;
   env: Env;
   /** Keeps the edge-cache write alive after the answer (the execution context's waitUntil). */
@@ -41,7 +43,7 @@ const waitLimitMs = 25_000;
 /** Seconds a 503 asks the client to wait before trying again. */
 const retryAfterSeconds = 2;
 
-export const widthMessages = {
+const widthMessages = {
   unsupported: (widths: number[]) => `Unsupported width. Use one of: ${widths.join(", ")}.`,
   failed:
     "The image could not be made at this width just now. Nothing was stored; please try again in a moment (see Retry-After).",
@@ -62,7 +64,7 @@ export function widthGenerations(): number {
  * The `width` asked for, or null when the request has none. Anything but exactly one `width` parameter that
  * is one of the configured widths in plain decimal is 400, naming the widths.
  */
-export function requestedWidth(url: URL, widths: number[]): number | null {
+function requestedWidth(url: URL, widths: number[]): number | null {
   const values = url.searchParams.getAll("width");
   if (values.length === 0) return null;
   const [value] = values;
@@ -72,7 +74,7 @@ export function requestedWidth(url: URL, widths: number[]): number | null {
 }
 
 /** The height of an image `width × height` scaled to `target` pixels wide (at least 1). */
-export function scaledHeight(width: number, height: number, target: number): number {
+function scaledHeight(width: number, height: number, target: number): number {
   return Math.max(1, Math.round((height * target) / width));
 }
 
@@ -200,16 +202,12 @@ async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> 
 }
 
 function logFailure(ask: WidthRequest, width: number, error: unknown): void {
-  console.error(
-    JSON.stringify({
-      level: "error",
-      message: "media: making a width failed",
-      store_id: ask.storeId,
-      upload_id: ask.uploadId,
-      width,
-      error: String(error),
-    }),
-  );
+  log.error("media: making a width failed", {
+    store_id: ask.storeId,
+    upload_id: ask.uploadId,
+    width,
+    error: String(error),
+  });
 }
 
 async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
@@ -284,7 +282,7 @@ async function make(bucket: R2Bucket, variant: Variant): Promise<{ bytes: Uint8A
   generations += 1;
   const { bytes } = await resizeHostedWebp(input, variant.size);
   const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
-  return { bytes, etag: `"${[...digest].map((byte) => byte.toString(16).padStart(2, "0")).join("")}"` };
+  return { bytes, etag: `"${toHex(digest)}"` };
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */

@@ -23,7 +23,7 @@ export class PlatformUnavailableError extends Error {
   }
 }
 
-export type HttpPlatformOptions = {
+type HttpPlatformOptions = {
   baseUrl: string;
   secret: string;
   timeoutMs?: number;

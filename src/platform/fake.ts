@@ -7,7 +7,7 @@ type Op = (typeof devPlatformCalls.$inferInsert)["op"];
 type CallDetails = { projectId?: string; courseId?: string; productId?: string };
 
 /** How the fake answers: `up`, `down`, or the next `n` calls succeed and then every call fails. */
-export type FaultMode = "up" | "down" | { fail_after: number };
+type FaultMode = "up" | "down" | { fail_after: number };
 
 /**
  * The built-in fake project platform (docs/development.md, "The fake project platform"): answers from each store's `platform` fixture

@@ -13,7 +13,7 @@ export const customFieldMessages = {
 } as const;
 
 /** Which live custom-field list a delete targets. */
-export type LiveFieldOwner = { productId: string; kind: CustomFieldOwner; ownerId: string };
+type LiveFieldOwner = { productId: string; kind: CustomFieldOwner; ownerId: string };
 
 /**
  * Deletes a live custom field and renumbers the remaining ones 0..n-1, in one atomic batch. The
@@ -63,7 +63,7 @@ export async function deleteLiveCustomField(
 }
 
 /** The list without `name`, renumbered 0..n-1; null when the list has no such field. */
-export function withoutField(fields: StoredCustomField[] | null, name: string): StoredCustomField[] | null {
+function withoutField(fields: StoredCustomField[] | null, name: string): StoredCustomField[] | null {
   if (!fields?.some((field) => field.name === name)) return null;
   return fields
     .filter((field) => field.name !== name)
@@ -75,7 +75,7 @@ export function withoutField(fields: StoredCustomField[] | null, name: string): 
 export type DraftFieldOwner = { kind: "product" } | { kind: "waitlist" } | { kind: "variant"; variantId: string };
 
 /** The overlay with the field removed from the targeted list; throws 404 when the list lacks it. */
-export function removeDraftField(document: DraftDocument, owner: DraftFieldOwner, name: string): DraftDocument {
+function removeDraftField(document: DraftDocument, owner: DraftFieldOwner, name: string): DraftDocument {
   const notFound = () => new ApiError(404, customFieldMessages.notFound(name));
   if (owner.kind === "variant") {
     const variants = document.variants.map((variant) => {

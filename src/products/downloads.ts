@@ -1,14 +1,15 @@
+import { uuidSource } from "../lib/ids";
 import { signFileUrl } from "../media/signing";
 import type { Product, Variant } from "./resource";
 
 /** How long a `download_url` in a product read stays valid. */
-export const downloadLinkLifetimeMs = 60 * 60 * 1000;
+const downloadLinkLifetimeMs = 60 * 60 * 1000;
 
 /** Whose locators a product read may sign: the request's origin and the product's store. */
 export type SigningScope = { secret: string | null; origin: string; storeId: string };
 
 type FileObject = NonNullable<Product["file"]>;
-const uploadIdAndFilename = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[^/]+$/;
+const uploadIdAndFilename = new RegExp(`^${uuidSource}/[^/]+$`);
 
 /** Whether `url` is a private locator of one of the store's own uploads, served by this origin. */
 function isOwnLocator(url: string, scope: SigningScope): boolean {

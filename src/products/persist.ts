@@ -7,7 +7,7 @@ import type { CrossSellRecord } from "./cross-sells/resource";
 import type { DraftVariant, StoredCustomField } from "./draft-document";
 
 /** The collections of a product that a fixture or a publish replaces as a whole. */
-export type ProductContent = {
+type ProductContent = {
   customFields: StoredCustomField[] | null;
   waitlistCustomFields: StoredCustomField[] | null;
   variants: DraftVariant[];

@@ -1,9 +1,10 @@
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
-import { abortUnless, isGuardAbort, isUniqueViolation, runAtomically } from "../db/batch";
+import { abortUnless, GuardFailedError, isUniqueViolation, runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
 import { drafts, productCourses, products, stores } from "../db/schema";
 import { insertEvent, type NewEvent, newEvent } from "../events/records";
 import { ApiError, type FieldErrors, validationError } from "../http/errors";
+import { log } from "../lib/log";
 import { PlatformUnavailableError, type ProjectPlatform } from "../platform/client";
 import type { DraftDocument } from "./draft-document";
 import { draftMessages } from "./drafts";
@@ -24,7 +25,7 @@ export const publishMessages = {
 /** How long a publish holds its product; a crashed publish frees it after this. */
 const publishLeaseMs = 60_000;
 
-export type PublishDeps = {
+type PublishDeps = {
   db: Database;
   platform: ProjectPlatform;
   now?: () => Date;
@@ -72,14 +73,7 @@ export async function publishProduct(deps: PublishDeps, product: ProductRow): Pr
   } catch (error) {
     await releaseLease(deps.db, product.id);
     if (error instanceof PlatformUnavailableError) {
-      console.warn(
-        JSON.stringify({
-          level: "warn",
-          message: "publish: platform unavailable",
-          product_id: product.id,
-          error: error.message,
-        }),
-      );
+      log.warn("publish: platform unavailable", { product_id: product.id, error: error.message });
       throw new ApiError(502, publishMessages.platformUnavailable);
     }
     throw error;
@@ -266,7 +260,7 @@ async function persistOverlay(
       ]);
       return;
     } catch (error) {
-      if (isGuardAbort(error)) throw new ApiError(409, draftMessages.stale);
+      if (error instanceof GuardFailedError) throw new ApiError(409, draftMessages.stale);
       if (!isUniqueViolation(error, "products.store_id, products.slug") || attempt >= 3) throw error;
     }
   }

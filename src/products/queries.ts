@@ -29,7 +29,7 @@ export function foundProduct(rows: ProductRow[], id: string): ProductRow {
 }
 
 /** The product with `id` in `scope`, or null (see {@link productInScope}). */
-export async function findProduct(db: Database, id: string, scope: readonly string[]): Promise<ProductRow | null> {
+async function findProduct(db: Database, id: string, scope: readonly string[]): Promise<ProductRow | null> {
   const [product] = await productInScope(db, id, scope);
   return product ?? null;
 }

@@ -112,7 +112,7 @@ export const ProductAttributes = z.object({
 });
 export type ProductAttributes = z.infer<typeof ProductAttributes>;
 
-export const RecurringOptions = z.object({
+const RecurringOptions = z.object({
   interval: z.enum(["day", "week", "month", "year"]),
   interval_count: z.number().int().min(1),
 });

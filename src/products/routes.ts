@@ -16,7 +16,7 @@ import { type ProductRow, readDraftProduct, readLiveProduct, requireProduct } fr
 import { DraftProduct, Product } from "./resource";
 
 /** Path parameters of product-scoped routes. */
-export const ProductParams = z.object({
+const ProductParams = z.object({
   id: uuidParam("id", messages.invalidProductId, "Product id"),
 });
 

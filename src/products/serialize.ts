@@ -7,7 +7,7 @@ type VariantRow = typeof variants.$inferSelect;
 type CustomFieldRow = typeof customFields.$inferSelect;
 
 /** A custom-field row as the `{name, enabled, order, ...definition}` object of reads. */
-export function customFieldView(row: CustomFieldRow): StoredCustomField {
+function customFieldView(row: CustomFieldRow): StoredCustomField {
   return { name: row.name, enabled: row.enabled, order: row.position, ...row.extra };
 }
 

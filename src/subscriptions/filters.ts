@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../http/errors";
+import { parseUuid } from "../lib/ids";
 import { foldCase, type SubscriptionStatus, subscriptionStatuses } from "./resource";
 
 /*
@@ -19,10 +20,10 @@ export function invalidValue(field: string, value: string): string {
   return `Invalid value for '${field}': '${value}'`;
 }
 
-export const defaultPerPage = 10;
-export const maxPerPage = 100;
-export const sortValues = ["-created_at", "created_at"] as const;
-export type SortOrder = (typeof sortValues)[number];
+const defaultPerPage = 10;
+const maxPerPage = 100;
+const sortValues = ["-created_at", "created_at"] as const;
+type SortOrder = (typeof sortValues)[number];
 
 const dayMs = 86_400_000;
 
@@ -47,7 +48,6 @@ export type SubscriptionListRequest = {
   search?: Search;
 };
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const integerPattern = /^\d{1,16}$/;
 const datePattern = /^(\d{4})-(\d{2})-(\d{2})$/;
 /**
@@ -123,7 +123,7 @@ function queryParam<T>(
 }
 
 function idParam(name: string, description: string) {
-  return queryParam(name, (value) => (uuidPattern.test(value) ? value.toLowerCase() : undefined), {
+  return queryParam(name, parseUuid, {
     description,
     schema: { format: "uuid" },
   });

@@ -64,7 +64,7 @@ const trigramLength = 3;
  * bench:subscriptions`). Under the bound a search costs at most ~20 ms of lookups; over it, what the
  * walk cost before the index existed, never more.
  */
-export const defaultMaxIndexHits = 2_000;
+const defaultMaxIndexHits = 2_000;
 
 /**
  * Whether the trigram index can find `needle`: three characters or more, within a single name, and no
@@ -133,7 +133,7 @@ function leader(request: SubscriptionListRequest): Leader | null {
  * `subscriptions_store_*` indexes. Subscriptions hidden by their customer are listed like any other.
  * An indexable text search is two conditions, one per half (`text`); without it, the walk alone.
  */
-export function listCondition(storeId: string, request: SubscriptionListRequest, text?: TextHalf): SQL {
+function listCondition(storeId: string, request: SubscriptionListRequest, text?: TextHalf): SQL {
   const lead = leader(request);
   const lookup = lead === "text" && text?.half === "lookup";
   // The walk plans as a search without the index did: the column filters choose their index.
@@ -161,7 +161,7 @@ export function listCondition(storeId: string, request: SubscriptionListRequest,
 }
 
 /** Tuning of the list statements; tests lower the bound to reach the walk with a few rows. */
-export type ListOptions = { maxIndexHits?: number };
+type ListOptions = { maxIndexHits?: number };
 
 /**
  * The two statements of a list: one page in a total order (creation time, then id, both in the sort's

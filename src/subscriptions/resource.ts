@@ -59,7 +59,7 @@ export const Subscription = z
 export type Subscription = z.infer<typeof Subscription>;
 
 /** The stored columns the resource is made of (the page query reads only these). */
-export type SubscriptionRow = Pick<
+type SubscriptionRow = Pick<
   typeof subscriptions.$inferSelect,
   | "id"
   | "remoteId"

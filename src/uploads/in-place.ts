@@ -20,7 +20,7 @@ export function inPlaceMetadata(staged: Pick<R2Object, "key" | "size" | "etag">)
 }
 
 /** What the media routes serve at a hosted key: its metadata and where its bytes are read. */
-export type HostedObject = {
+type HostedObject = {
   /** The object at the hosted key: its HTTP metadata (Content-Type) and custom metadata are the response's. */
   meta: R2Object;
   size: number;

@@ -4,6 +4,7 @@
  * part is stored or not; a part PUT in flight holds the part's lease, so two PUTs of one part never
  * race inside R2, where the one finishing last would win whatever the coordinator recorded.
  */
+import { sameMediaType } from "../lib/media-type";
 import {
   isGone,
   leaseHeld,
@@ -12,7 +13,6 @@ import {
   type PutAttempt,
   type Refusal,
   type RefusalReason,
-  sameMediaType,
   type UploadRecord,
 } from "./upload-state";
 
@@ -39,6 +39,11 @@ export type PartRecord = {
 
 /** A part that is stored, as `GET /media-uploads/{id}` lists it and complete hands it to R2. */
 export type StoredPart = { partNumber: number; size: number; etag: string };
+
+/** The ETag of a part as HTTP carries it (a quoted entity tag), also in the part list, so a client compares them as they are. */
+export function partEtag(etag: string): string {
+  return `"${etag}"`;
+}
 
 /**
  * How `size` bytes are cut: parts of `preferredPartBytes`, or larger (whole MiB) when that would take
@@ -72,7 +77,7 @@ export type PartTicket = {
   leaseUntil: number;
 };
 
-export type PartTransition = { next: PartRecord; ticket: PartTicket } | { refusal: Refusal };
+type PartTransition = { next: PartRecord; ticket: PartTicket } | { refusal: Refusal };
 
 const refusePart = (status: Refusal["status"], reason: RefusalReason, part?: number, detail?: string) => ({
   refusal: { status, reason, ...(detail === undefined ? {} : { detail }), ...(part === undefined ? {} : { part }) },
@@ -110,7 +115,7 @@ export function beginPart(
   };
 }
 
-export type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusal };
+type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusal };
 
 /**
  * A part PUT ends: the part stored (its size and ETag recorded, and the reservation extended to now +

@@ -1,4 +1,5 @@
 import { fileTypeFromBuffer } from "file-type";
+import { mediaTypeEssence } from "../lib/media-type";
 import { gifFrameCount, type ImageInput, isAnimated } from "./convert";
 
 /** What the bytes are, as far as hosting is concerned. */
@@ -25,12 +26,12 @@ const heifMimes = new Set(["image/heic", "image/heif", "image/heic-sequence", "i
 
 /** The media types refused at prepare: HEIC, HEIF and AVIF (case-insensitive, parameters ignored). */
 export function isHeifMediaType(mediaType: string): boolean {
-  const essence = mediaType.split(";")[0]?.trim().toLowerCase() ?? "";
+  const essence = mediaTypeEssence(mediaType);
   return essence === "image/heic" || essence === "image/heif" || essence === "image/avif";
 }
 
 export function isSvgMediaType(mediaType: string): boolean {
-  return mediaType.split(";")[0]?.trim().toLowerCase() === "image/svg+xml";
+  return mediaTypeEssence(mediaType) === "image/svg+xml";
 }
 
 function looksLikeSvg(head: Uint8Array): boolean {

@@ -11,8 +11,10 @@
  * parts-state.ts); its complete assembles the parts into the staged object and goes on as a single upload.
  */
 
-export type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
-export type PublicUploadState = "reserved" | "stored" | "completed";
+import { sameMediaType } from "../lib/media-type";
+
+type UploadState = "reserved" | "storing" | "stored" | "processing" | "completed";
+type PublicUploadState = "reserved" | "stored" | "completed";
 
 /**
  * The hosted file result of a completed upload. A converted image also records its size (absent on every
@@ -96,12 +98,6 @@ export function isGone(record: UploadRecord | null, now: number): record is null
 /** Whether an in-flight PUT or complete (or part, for a part's lease) still holds its lease. */
 export function leaseHeld(record: { leaseUntil: number | null }, now: number) {
   return record.leaseUntil !== null && now < record.leaseUntil;
-}
-
-/** Media types compare on type/subtype, case-insensitively, parameters ignored. */
-export function sameMediaType(a: string, b: string): boolean {
-  const essence = (value: string) => value.split(";")[0]?.trim().toLowerCase() ?? "";
-  return essence(a) === essence(b);
 }
 
 export type PutAttempt = { tokenHash: string; contentType: string | undefined; contentLength: number | undefined };

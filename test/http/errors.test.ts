@@ -39,9 +39,9 @@ describe("addresses and shapes", () => {
   });
 
   it("never answers an unexpected error with a stack or {}: 500 Server error. and a log line naming the request id", async () => {
-    const app = new Hono();
+    const app = new Hono<{ Variables: { requestId: string } }>();
     app.use(async (c, next) => {
-      c.set("requestId" as never, "req-123" as never);
+      c.set("requestId", "req-123");
       await next();
     });
     app.get("/boom", () => {

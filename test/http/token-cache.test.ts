@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { createDb } from "../../src/db/client";
 import { apiTokens } from "../../src/db/schema";
-import { sha256Hex, tokenCache } from "../../src/http/auth";
+import { tokenCache } from "../../src/http/auth";
 import { TokenCache, UNKNOWN_TOKEN_CACHE_SECONDS, type VerifiedToken } from "../../src/http/token-cache";
+import { sha256Hex } from "../../src/lib/crypto";
 import { seed, seedProduct, seedStore, uuid } from "../support/factories";
 import { origin } from "../support/http";
 

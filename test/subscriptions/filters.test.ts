@@ -183,7 +183,7 @@ describe("GET /subscriptions: filters combined", () => {
       nameDecoy,
     ] = rest;
     const without = (...names: (keyof typeof filters)[]) =>
-      Object.fromEntries(Object.entries(filters).filter(([name]) => !names.includes(name as never)));
+      Object.fromEntries(Object.entries(filters).filter(([name]) => !names.some((excluded) => excluded === name)));
     expect(await matching(token, without("status"))).toEqual(idsOf(wanted, statusDecoy));
     expect(await matching(token, without("customer"))).toEqual(idsOf(wanted, customerDecoy));
     expect(await matching(token, without("product"))).toEqual(idsOf(wanted, productDecoy));

@@ -352,7 +352,7 @@ for (const half of halves) {
         query: "CERAMIK",
       };
       const without = (...names: (keyof typeof filters)[]) =>
-        Object.fromEntries(Object.entries(filters).filter(([name]) => !names.includes(name as never)));
+        Object.fromEntries(Object.entries(filters).filter(([name]) => !names.some((excluded) => excluded === name)));
       expect(await matching(store, filters, half)).toEqual(idsOf(wanted));
       expect(await matching(store, without("status"), half)).toEqual(idsOf(wanted, statusDecoy));
       expect(await matching(store, without("created_from", "created_to"), half)).toEqual(idsOf(wanted, createdDecoy));

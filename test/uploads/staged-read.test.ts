@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { openStaged } from "../../src/uploads/complete/staged-read";
 import { ByteReader } from "../../src/uploads/convert/byte-reader";
-import { openStaged } from "../../src/uploads/staged-read";
 import { uuid } from "../support/factories";
 
 const bytes = (n: number, seed = 7) => Uint8Array.from({ length: n }, (_, i) => (i * seed + (i >> 9)) % 251);

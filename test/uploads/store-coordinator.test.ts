@@ -1,8 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { abortRetryMs, expiryBatchSize } from "../../src/uploads/coordinator/expiry";
+import type { NewUpload } from "../../src/uploads/coordinator/upload-rows";
 import { stagedKey } from "../../src/uploads/keys";
-import { abortRetryMs, expiryBatchSize, type NewUpload } from "../../src/uploads/store-coordinator";
 import { uuid } from "../support/factories";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -120,6 +121,8 @@ describe("multipart uploads in the coordinator", () => {
       for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at"]) {
         sql.exec(`ALTER TABLE uploads DROP COLUMN ${column}`);
       }
+      // An object that old predates numbered migrations too: it has no record of them (src/uploads/coordinator/migrations.ts).
+      sql.exec("DROP TABLE schema_migrations");
       // A fresh instance over the old table, as after a deploy.
       new (instance.constructor as new (ctx: DurableObjectState, env: Env) => unknown)(state, env);
       return sql

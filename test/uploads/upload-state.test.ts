@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sameMediaType } from "../../src/lib/media-type";
 import {
   abandonComplete,
   beginComplete,
@@ -7,7 +8,6 @@ import {
   finishPut,
   leaseMs,
   publicState,
-  sameMediaType,
   type Transition,
   type UploadRecord,
 } from "../../src/uploads/upload-state";
@@ -155,7 +155,7 @@ describe("upload state table", () => {
   });
 
   it("shows in-flight states as their public state", () => {
-    expect(["reserved", "storing", "stored", "processing", "completed"].map((s) => publicState(s as never))).toEqual([
+    expect((["reserved", "storing", "stored", "processing", "completed"] as const).map((s) => publicState(s))).toEqual([
       "reserved",
       "reserved",
       "stored",

@@ -3,7 +3,7 @@ import type { Database } from "../../db/client";
 import { crossSells } from "../../db/schema";
 import { type CrossSell, type CrossSellRecord, completeCrossSell } from "./resource";
 
-export type CrossSellPage = { items: CrossSell[]; total: number };
+type CrossSellPage = { items: CrossSell[]; total: number };
 
 const complete = and(
   isNotNull(crossSells.productId),

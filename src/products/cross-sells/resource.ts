@@ -50,7 +50,7 @@ export const CrossSellRecord = z.object({
 export type CrossSellRecord = z.infer<typeof CrossSellRecord>;
 
 /** The fields whose absence makes a cross-sell incomplete (docs/api.md, "List cross-sells", rule 3). */
-export const requiredCrossSellFields = [
+const requiredCrossSellFields = [
   "product_id",
   "variant_id",
   "title",

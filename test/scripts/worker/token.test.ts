@@ -1,7 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ABILITIES, newTokenSecret, tokenHash, tokenStatements } from "../../../scripts/lib/api-token.mjs";
-import { abilities, sha256Hex } from "../../../src/http/auth";
+import { abilities } from "../../../src/http/auth";
+import { sha256Hex } from "../../../src/lib/crypto";
 import { seedStore, uuid } from "../../support/factories";
 import { api, json } from "../../support/http";
 

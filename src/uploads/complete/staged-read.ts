@@ -1,4 +1,4 @@
-import type { ImageInput } from "./convert";
+import type { ImageInput } from "../convert";
 
 /**
  * The staged object as complete reads it: one R2 GET whose first bytes are sniffed, and whose body then

@@ -1,15 +1,15 @@
-import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "./convert";
-import { inPlaceMetadata } from "./in-place";
-import { mediaKey, privateFileKey, stagedKey } from "./keys";
-import { uploadMessages } from "./messages";
-import { fileKind, type Sniffed, sniff, sniffBytes } from "./sniff";
+import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "../convert";
+import { inPlaceMetadata } from "../in-place";
+import { mediaKey, privateFileKey, stagedKey } from "../keys";
+import { uploadMessages } from "../messages";
+import { fileKind, type Sniffed, sniff, sniffBytes } from "../sniff";
+import type { CompleteOutcome, HostedFile, UploadRecord } from "../upload-state";
 import { openStaged, type StagedRead } from "./staged-read";
-import type { CompleteOutcome, HostedFile, UploadRecord } from "./upload-state";
 
 /** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
 type Hostable = Exclude<Sniffed, { kind: "heif" }>;
 
-export type HostingDeps = {
+type HostingDeps = {
   bucket: R2Bucket;
   /** Long edge of converted images (`MAX_IMAGE_EDGE`). */
   maxImageEdge: number;
@@ -25,7 +25,7 @@ export type HostingDeps = {
 };
 
 /** Filename safe inside a URL path segment: no separators or control characters, bounded length. */
-export function safeFilename(filename: string): string {
+function safeFilename(filename: string): string {
   const cleaned = filename
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is removed.
     .replace(/[\u0000-\u001f\u007f/\\]+/g, "_")
@@ -36,7 +36,7 @@ export function safeFilename(filename: string): string {
 }
 
 /** The private locator of a file upload: answers 403 unless a signature is added. */
-export function privateFileUrl(origin: string, storeId: string, uploadId: string, filename: string): string {
+function privateFileUrl(origin: string, storeId: string, uploadId: string, filename: string): string {
   return `${origin}/files/${storeId}/${uploadId}/${encodeURIComponent(safeFilename(filename))}`;
 }
 

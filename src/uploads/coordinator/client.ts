@@ -1,7 +1,7 @@
-import { ApiError, validationError } from "../http/errors";
-import { refusalMessage } from "./messages";
+import { ApiError, validationError } from "../../http/errors";
+import { refusalMessage } from "../messages";
+import type { Refusal } from "../upload-state";
 import type { Outcome } from "./store-coordinator";
-import type { Refusal } from "./upload-state";
 
 /** The per-store Durable Object that owns a store's uploads and counts its completes. */
 export function storeCoordinator(env: Env, storeId: string) {

@@ -1,0 +1,171 @@
+import { DurableObject } from "cloudflare:workers";
+import { FixedWindowCounter, type LimitVerdict } from "../../limits/fixed-window";
+import { beginPart, finishPart, missingParts, type PartRecord, type PartTicket, type StoredPart } from "../parts-state";
+import {
+  abandonComplete,
+  beginComplete,
+  beginPut,
+  type CompleteOutcome,
+  finishComplete,
+  finishPut,
+  isGone,
+  type PutAttempt,
+  type Refusal,
+  stillCompleting,
+  type Transition,
+  type UploadRecord,
+} from "../upload-state";
+import { type WidthClaim, WidthClaims } from "../width-claims";
+import { Expiry, expiryBatchSize } from "./expiry";
+import { migrate } from "./migrations";
+import { type NewUpload, storedParts, UploadRows } from "./upload-rows";
+
+export type Outcome<T = UploadRecord> = { ok: true; upload: T } | { ok: false; refusal: Refusal };
+/**
+ * The upload a complete may host, with the parts it assembles first (none for a single-PUT upload) and the
+ * hosted key an earlier complete of it began to write, if any.
+ */
+export type CompleteTicket = UploadRecord & { parts: StoredPart[]; hostedKey: string | null };
+/** An upload as `GET /media-uploads/{id}` reads it: the record, and a multipart upload's stored parts in part order. */
+export type UploadStatusData = { upload: UploadRecord; parts: StoredPart[] | null };
+
+function outcome(result: Transition): Outcome {
+  return "refusal" in result ? { ok: false, refusal: result.refusal } : { ok: true, upload: result.next };
+}
+
+/**
+ * One object per store. It holds the store's uploads and their parts (upload-rows.ts), to which it applies
+ * the transitions of upload-state.ts and parts-state.ts atomically (a Durable Object runs one call at a
+ * time); the store's complete limit (limits/fixed-window.ts); the `?width=` claims (width-claims.ts); and
+ * the alarm that removes lapsed reservations with their bytes (expiry.ts). Its storage is migrated by
+ * migrations.ts when it starts. It answers data; the routes make the API's answers of it. Bytes never pass
+ * through it.
+ */
+export class StoreCoordinator extends DurableObject<Env> {
+  private readonly rows: UploadRows;
+  private readonly expiry: Expiry;
+  private readonly completeCounter: FixedWindowCounter;
+  private readonly widthClaims = new WidthClaims();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage);
+    this.rows = new UploadRows(ctx.storage.sql);
+    this.expiry = new Expiry(ctx.storage, env.BUCKET);
+    this.completeCounter = new FixedWindowCounter(ctx.storage.sql);
+  }
+
+  /** Counts one complete call of the store against its limit. */
+  consumeCompleteLimit(limit: number, windowSeconds = 60): LimitVerdict {
+    return this.completeCounter.consume("complete", limit, windowSeconds * 1000);
+  }
+
+  /** `?width=` generation: whether this request makes variant `key` (see width-claims.ts). */
+  claimWidth(key: string, waitedOn: number | null, notStored = false, now = Date.now()): WidthClaim {
+    return this.widthClaims.claim(key, waitedOn, now, notStored);
+  }
+
+  /** The end of a `?width=` generation this object handed out. */
+  finishWidth(key: string, attempt: number, made: boolean, now = Date.now()): void {
+    this.widthClaims.finish(key, attempt, made, now);
+  }
+
+  /** Records a new reservation (with its R2 multipart upload, if it takes parts) and makes sure the alarm will clean it up. */
+  async reserve(storeId: string, upload: NewUpload): Promise<void> {
+    this.rows.insert(storeId, upload);
+    await this.expiry.schedule();
+  }
+
+  beginPut(id: string, attempt: PutAttempt, now = Date.now()): Outcome {
+    return outcome(this.rows.apply(id, (record) => beginPut(record, attempt, now)));
+  }
+
+  finishPut(id: string, stored: boolean, now = Date.now()): Outcome {
+    return outcome(this.rows.apply(id, (record) => finishPut(record, stored, now)));
+  }
+
+  /** A part PUT begins: the part's lease and where its bytes go, or why not (see parts-state.ts). */
+  beginPart(
+    id: string,
+    attempt: PutAttempt & { partNumber: number },
+    now = Date.now(),
+  ): { ok: true; ticket: PartTicket } | { ok: false; refusal: Refusal } {
+    const result = beginPart(this.rows.load(id), this.rows.loadPart(id, attempt.partNumber), attempt, now);
+    if ("refusal" in result) return { ok: false, refusal: result.refusal };
+    this.rows.savePart(id, result.next);
+    return { ok: true, ticket: result.ticket };
+  }
+
+  /**
+   * A part PUT ends: records the stored part and extends the reservation by `ttlMs` (capped), or frees
+   * the part for another PUT. Answers the reservation's new end.
+   */
+  finishPart(
+    id: string,
+    partNumber: number,
+    finish: { leaseUntil: number; stored: { size: number; etag: string } | null },
+    ttlMs: number,
+    now = Date.now(),
+  ): Outcome<{ expiresAt: number }> {
+    const result = finishPart(this.rows.load(id), this.rows.loadPart(id, partNumber), finish, now, ttlMs);
+    if ("refusal" in result) return { ok: false, refusal: result.refusal };
+    this.rows.savePart(id, result.next);
+    this.rows.setExpiresAt(id, result.upload.expiresAt);
+    return { ok: true, upload: { expiresAt: result.upload.expiresAt } };
+  }
+
+  /** A complete begins; a multipart upload's stored parts come with it, for complete to assemble. */
+  beginComplete(id: string, now = Date.now()): Outcome<CompleteTicket> {
+    let parts: PartRecord[] = [];
+    const begun = outcome(
+      this.rows.apply(id, (current) => {
+        // Parts not yet assembled are what complete will assemble; after that the staged object is the upload.
+        if (current?.multipart?.r2UploadId) parts = this.rows.loadParts(id);
+        return beginComplete(current, now, current?.multipart ? missingParts(current.multipart, parts) : 0);
+      }),
+    );
+    if (!begun.ok) return begun;
+    return { ok: true, upload: { ...begun.upload, parts: storedParts(parts), hostedKey: this.rows.hostedKey(id) } };
+  }
+
+  /**
+   * A complete is about to write its hosted object at `key` (a WebP, or an in-place object that names the
+   * staged bytes). Recorded first, so that if the complete never finishes and the reservation lapses, the
+   * alarm removes that object with the staged bytes: nothing is left that names removed bytes. Refused
+   * (404) once the complete may no longer finish (upload-state.ts `stillCompleting`).
+   */
+  recordHostedKey(id: string, key: string, now = Date.now()): Outcome<{ hostedKey: string }> {
+    if (!stillCompleting(this.rows.load(id), now)) return { ok: false, refusal: { status: 404, reason: "not_found" } };
+    this.rows.setHostedKey(id, key);
+    return { ok: true, upload: { hostedKey: key } };
+  }
+
+  /** A complete ends; the parts of a multipart upload, now one object, are forgotten once it is completed. */
+  finishComplete(id: string, completed: CompleteOutcome, now = Date.now()): Outcome {
+    const finished = outcome(this.rows.apply(id, (record) => finishComplete(record, completed, now)));
+    if (finished.ok && finished.upload.state === "completed") this.rows.deleteParts(id);
+    return finished;
+  }
+
+  /** A complete failed for a reason other than the bytes; `partsAssembled` says whether a multipart upload's parts became one object. */
+  abandonComplete(id: string, partsAssembled = true): Outcome {
+    return outcome(this.rows.apply(id, (record) => abandonComplete(record, partsAssembled)));
+  }
+
+  /** The upload and its stored parts, for `GET /media-uploads/{id}`; null when unknown or lapsed. */
+  status(id: string, now = Date.now()): UploadStatusData | null {
+    const upload = this.rows.load(id);
+    if (isGone(upload, now)) return null;
+    return { upload, parts: upload.multipart ? storedParts(this.rows.loadParts(id)) : null };
+  }
+
+  /** Deletes one batch of lapsed, uncompleted uploads and their staged bytes, then waits for the next one. */
+  override async alarm(): Promise<void> {
+    await this.removeLapsed(expiryBatchSize);
+  }
+
+  /** One run of the alarm over at most `batchSize` lapsed uploads (expiry.ts); answers how many it removed. */
+  removeLapsed(batchSize: number, now = Date.now()): Promise<number> {
+    return this.expiry.removeLapsed(batchSize, now);
+  }
+}

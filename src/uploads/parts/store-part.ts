@@ -1,0 +1,37 @@
+import { type Streamed, streamToR2 } from "../byte-put";
+import type { CoordinatorStub } from "../coordinator/client";
+import type { Outcome } from "../coordinator/store-coordinator";
+import { stagedKey } from "../keys";
+import type { PartTicket } from "../parts-state";
+
+/** A stored part: R2's ETag, and the coordinator's outcome (the reservation's new end). */
+type StoredPartResult = { etag: string; finished: Outcome<{ expiresAt: number }> };
+
+/**
+ * Streams one part's body into the upload's R2 multipart upload and records the outcome with the
+ * coordinator. A failed body or write stores nothing (R2 keeps an earlier copy of the part, if any) and
+ * frees the part for another PUT.
+ */
+export async function storePart(
+  bucket: R2Bucket,
+  coordinator: CoordinatorStub,
+  at: { storeId: string; uploadId: string; ttlMs: number; requestId: string },
+  ticket: PartTicket,
+  body: ReadableStream,
+): Promise<Streamed<StoredPartResult>> {
+  const upload = bucket.resumeMultipartUpload(stagedKey(at.storeId, at.uploadId), ticket.r2UploadId);
+  const streamed = await streamToR2(body, ticket.size, (stream) => upload.uploadPart(ticket.partNumber, stream), {
+    message: "upload: storing a part failed",
+    fields: { request_id: at.requestId, upload_id: at.uploadId, part_number: ticket.partNumber },
+  });
+  const stored = streamed.stored ? { size: ticket.size, etag: streamed.value.etag } : null;
+  // A reservation that lapsed meanwhile answers 404; the part stays in R2's upload until the alarm aborts it.
+  const finished = await coordinator.finishPart(
+    at.uploadId,
+    ticket.partNumber,
+    { leaseUntil: ticket.leaseUntil, stored },
+    at.ttlMs,
+  );
+  if (!streamed.stored) return streamed;
+  return { stored: true, value: { etag: streamed.value.etag, finished } };
+}
