@@ -165,6 +165,12 @@ async function hostAsMedia(
       };
     }
     case "still": {
+      const webp = mediaKey(storeId, upload.id, "webp");
+      // Recorded while the image converts, not after: the coordinator's round trip overlaps the conversion.
+      // Nothing is written at the key until both are done; a key recorded for a conversion that then fails
+      // names nothing, and the upload's expiry removes nothing there.
+      const recorded = deps.beforeWrite(webp);
+      recorded.catch(() => {}); // awaited below, unless the conversion fails first
       let converted: Awaited<ReturnType<typeof convertToWebp>>;
       try {
         converted = await convertToWebp(staged.input, sniffed.format, { maxEdge: deps.maxImageEdge });
@@ -173,8 +179,7 @@ async function hostAsMedia(
         if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };
         throw error;
       }
-      const webp = mediaKey(storeId, upload.id, "webp");
-      await deps.beforeWrite(webp);
+      await recorded;
       // The size in the object's metadata tells the media route, from its `head`, that narrower widths exist.
       const { width, height } = converted;
       await putPieces(deps.bucket, webp, converted.chunks, converted.size, {

@@ -48,12 +48,13 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
   const bucket = c.env.BUCKET;
   const coordinator = storeCoordinator(c.env, storeId);
   const widths = setting(c.env, "IMAGE_WIDTHS"); // read first: a malformed list changes nothing
+  // The limit's D1 read goes beside the coordinator's begin (one round trip of latency, not two); it is
+  // looked at only at its step, after begin's 404/410/409.
+  const limit = storeUploadLimit(c.var.db, storeId, () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES"));
+  limit.catch(() => {}); // awaited at its step, unless begin refuses first
   const upload = unwrap(await coordinator.beginComplete(id), id);
   const completing = completeUpload(coordinator, upload, {
-    checkLimit: async () => {
-      const fallback = () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES");
-      checkWithinLimit(upload.size, await storeUploadLimit(c.var.db, storeId, fallback));
-    },
+    checkLimit: async () => checkWithinLimit(upload.size, await limit),
     assemble: (r2UploadId) => assembleParts(bucket, storeId, upload, r2UploadId, c.get("requestId")),
     host: (beforeWrite) => {
       const maxImageEdge = setting(c.env, "MAX_IMAGE_EDGE");
