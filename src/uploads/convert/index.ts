@@ -43,11 +43,12 @@ import {
   colourKind,
   createWebpCodec,
   encodeMemoryBytes,
+  losslessWindowTooSmall,
   type WebpCodec,
   webpStatus,
 } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
-import { readWebpHeader } from "./webp-header";
+import { readWebpHeader, readWebpStart } from "./webp-header";
 
 export { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 
@@ -777,12 +778,115 @@ const truncatedWebp = () =>
   new UnconvertibleImageError("The WebP file is incomplete: it ends in the middle of its data.");
 
 /**
- * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
- * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
- * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
- * instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
+ * WebP. Lossless files are decoded from the stream (`decodeLosslessWebp`): the file is never held, only a
+ * window of it. Other files are read whole into the codec's memory beside the target, and libwebp decodes
+ * them scaled straight to the target size (no full-size output buffer). Admission: target + file + libwebp's
+ * work within the codec's share, or, for transparent lossy files, within the large-WebP allowance with the
+ * scratch instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
+  if (await decodeLosslessWebp(input, context)) return 1;
+  return decodeWholeWebp(input, context);
+}
+
+/** Least window a lossless WebP is streamed through (or its whole bitstream, if smaller). */
+const minLosslessWindowBytes = 1 << 20;
+/** Window a lossless WebP is streamed through when memory allows: fewer, longer decoding steps. */
+const losslessWindowBytes = 4 << 20;
+
+/**
+ * Lossless WebP from the stream: the RIFF chunks up to the image (the ICCP profile read into the codec's
+ * memory), then the VP8L bitstream through a window of the codec's memory into libwebp's lossless decoder
+ * (codec.c, `lossless_*`), which scales rows into the target as they complete. The codec holds the target,
+ * libwebp's ARGB plane of the whole image (4 B per source pixel: its back-references reach a million pixels
+ * back), its row cache and tables, and the window: never the file, whatever its size. False (nothing
+ * allocated, the reader closed) when the file is not lossless: the caller reads it whole.
+ */
+async function decodeLosslessWebp(input: ImageInput, context: Context): Promise<boolean> {
+  const codec = context.codecs.codec;
+  const reader = await openReader(input, truncatedWebp);
+  const profile: { held: { pointer: number; size: number } | null } = { held: null };
+  try {
+    const start = await readWebpStart(reader, async (size) => {
+      const pointer = size <= maxProfileBytes ? codec.malloc(size) : 0;
+      if (pointer === 0) return reader.skip(size);
+      profile.held = { pointer, size };
+      for (let at = 0; at < size; ) {
+        const piece = await reader.takeSome(size - at);
+        codec.heap(pointer + at, piece.length).set(piece);
+        at += piece.length;
+      }
+    });
+    if (start.animated)
+      throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
+    const image = start.image;
+    if (image?.type !== "VP8L") return false;
+    refuseSourcePixels(image.width, image.height);
+    const target = context.size ?? fitWithin(image.width, image.height, context.maxEdge);
+    // Target, ARGB plane, libwebp's row cache (17 rows of the source) and its tables (measured under 1 MB).
+    const base = target.width * target.height * 4 + image.width * image.height * 4 + image.width * 17 * 4 + 2_000_000;
+    const encodeNeed = encodeMemoryBytes(target.width, target.height);
+    const minWindow = Math.min(image.size, minLosslessWindowBytes);
+    let limit = codecShareBytes;
+    let window = Math.min(image.size, losslessWindowBytes, codecShareBytes - base);
+    if (window < minWindow || encodeNeed > limit) {
+      limit = largeWebpCodecBytes;
+      window = Math.min(image.size, losslessWindowBytes, limit - base);
+    }
+    if (window < minWindow || encodeNeed > limit) {
+      const room = Math.floor((limit - target.width * target.height * 4 - 2_000_000 - minWindow) / 4);
+      throw tooLarge(image.width, image.height, Math.max(0, room), "a lossless WebP");
+    }
+    if (limit > codecShareBytes) {
+      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and the grown codec
+      // by the next JPEG conversion, so the two are never held together.
+      context.codecs.releaseScratch();
+      codecGrown = true;
+    }
+    // The transform is made first, its work freed before anything large exists; a profile whose work would
+    // not fit beside the plan is ignored.
+    const held = profile.held;
+    profile.held = null;
+    if (held && profileWorkBytes(held.size) + base + window <= limit)
+      context.colour = colourTransform(codec, held, colourKind.rgb);
+    else if (held) codec.free(held.pointer);
+    const result = allocateTarget(context, target.width, target.height);
+    const stream = codec.createLosslessStream(image.size, window, result.pointer, target.width, target.height);
+    if (!stream) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+    try {
+      for (;;) {
+        // The window is filled before each decoding step: a step goes back to the last 8-row checkpoint.
+        const room = stream.room();
+        let filled = 0;
+        while (filled < room) {
+          const piece = await reader.takeSome(room - filled);
+          codec.heap(stream.input() + filled, piece.length).set(piece);
+          filled += piece.length;
+        }
+        context.tick();
+        const status = stream.feed(filled);
+        if (status === webpStatus.ok) break;
+        if (status === webpStatus.suspended) continue;
+        if (status === losslessWindowTooSmall)
+          throw new ImageTooLargeError(
+            `The image is too large to convert: its lossless image data needs more than the ${formatMegabytes(window)} a WebP of ${image.width} × ${image.height} pixels may read at once.`,
+          );
+        if (status === webpStatus.outOfMemory)
+          throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+        throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
+      }
+    } finally {
+      stream.free();
+    }
+    return true;
+  } finally {
+    if (profile.held) codec.free(profile.held.pointer);
+    await reader.cancel();
+  }
+}
+
+/** A WebP read whole into the codec's memory (lossy, with or without alpha). */
+async function decodeWholeWebp(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
   const size = inputSize(input);
   const fileLimit = codecShareBytes - encodeMemoryBytes(1, 1);
