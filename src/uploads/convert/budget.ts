@@ -21,6 +21,15 @@ export const scratchShareBytes = 40 * megabyte;
 export const libjpegOverheadBytes = 2 * megabyte;
 
 /**
+ * What a JPEG's scratch may grow to when its plan (file + M/8 pixels, or file + coefficients) does not fit the
+ * share: a 12 MP CMYK file saved at quality 90 (15 MB, beside 27 MB of 6/8-scale CMYK pixels) needs ~42 MB.
+ * Bounded so that this scratch, a codec at its full share and a JPEG conversion's JS side (the app's heap and
+ * the encoded photo) stay within ~110 MiB: 46 + 48 + ~20 MB. A grown scratch is kept for later JPEGs (their
+ * codec stays within its share) and let go by the next conversion of another kind (index.ts).
+ */
+export const largeJpegScratchBytes = 46 * megabyte;
+
+/**
  * Our libwebp build's memory: the target image, a WebP input file, and the encoding (5.6 bytes per output
  * pixel + 2 MiB: 38.8 MB at 2560 × 2560).
  */

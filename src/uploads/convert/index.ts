@@ -4,6 +4,7 @@ import {
   codecShareBytes,
   formatMegabytes,
   formatMegapixels,
+  largeJpegScratchBytes,
   largeWebpCodecBytes,
   libjpegOverheadBytes,
   maxQuality,
@@ -138,21 +139,39 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
 type Codecs = {
   readonly turbo: JpegTurbo;
   readonly scratch: number;
+  /** The scratch block's size: `scratchBlockBytes`, or more once a large JPEG grew it. */
+  readonly scratchBytes: number;
   readonly codec: WebpCodec;
   /** Lets go of the scratch instance now (a conversion that needs none and whose codec grows past its share). */
   releaseScratch(): void;
+  /**
+   * Grows the scratch block to `bytes` (at most `largeJpegScratchBlockBytes`), its contents kept: the block is
+   * the last one in libjpeg's heap, so freeing it and asking for more extends it in place. The isolate then
+   * holds a scratch past its share: the next conversion that is not a JPEG lets go of it (`getCodecs`).
+   */
+  growScratch(bytes: number): void;
 };
 
-const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
+type JpegInstance = { turbo: JpegTurbo; scratch: number; scratchBytes: number };
 
-function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
+const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
+/** The scratch block a large JPEG may grow it to (budget.ts, `largeJpegScratchBytes`). */
+const largeJpegScratchBlockBytes = largeJpegScratchBytes - libjpegOverheadBytes;
+
+function createTurbo(): JpegInstance {
   const turbo = createJpegTurbo(turboWasm);
   const scratch = arenaAlloc(turbo, scratchBlockBytes);
   if (scratch === null) throw new Error("could not reserve the conversion scratch arena");
-  return { turbo, scratch };
+  return { turbo, scratch, scratchBytes: scratchBlockBytes };
 }
 
-let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
+let jpegInstance: JpegInstance | null = null;
+/**
+ * Whether the scratch's memory has grown past its share (a large JPEG). Later JPEGs keep using it (their codec
+ * stays small); any other conversion lets go of it first, so a grown scratch is never held beside a codec
+ * that may fill its share.
+ */
+let scratchGrown = false;
 let codecInstance: WebpCodec | null = null;
 /**
  * Whether the codec's memory has grown past its share (a large WebP, which let go of the scratch instance).
@@ -170,9 +189,13 @@ let codecGrown = false;
  */
 function getCodecs(kind: StillImageKind): Codecs {
   if (codecGrown && kind === "jpeg") releaseInstances();
+  if (scratchGrown && kind !== "jpeg") {
+    jpegInstance = null;
+    scratchGrown = false;
+  }
   codecInstance ??= createWebpCodec(codecWasm);
   const codec = codecInstance;
-  let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
+  let jpeg: JpegInstance | null = null;
   const ownJpeg = () => {
     if (!jpeg) {
       jpegInstance ??= createTurbo();
@@ -187,10 +210,31 @@ function getCodecs(kind: StillImageKind): Codecs {
     get scratch() {
       return ownJpeg().scratch;
     },
+    get scratchBytes() {
+      return ownJpeg().scratchBytes;
+    },
     codec,
     releaseScratch() {
       jpeg = null;
       jpegInstance = null;
+    },
+    growScratch(bytes) {
+      const instance = ownJpeg();
+      if (bytes <= instance.scratchBytes) return;
+      if (bytes > largeJpegScratchBlockBytes) throw new RangeError("the scratch cannot grow that far");
+      const { exports } = instance.turbo;
+      exports.free(instance.scratch);
+      const grown = exports.malloc(bytes);
+      scratchGrown = true;
+      if (grown !== instance.scratch) {
+        // Not where the block was: its contents are gone and the memory grew by the whole block. Never seen
+        // (nothing of libjpeg's outlives a decode above the block); this instance is not used again.
+        jpeg = null;
+        jpegInstance = null;
+        scratchGrown = false;
+        throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+      }
+      instance.scratchBytes = bytes;
     },
   };
 }
@@ -200,6 +244,7 @@ function releaseInstances(): void {
   jpegInstance = null;
   codecInstance = null;
   codecGrown = false;
+  scratchGrown = false;
 }
 
 /**
@@ -337,6 +382,11 @@ type Context = {
   /** Bump allocation in the scratch block, reset after every conversion. */
   scratch(size: number): Uint8Array;
   scratchLeft(): number;
+  /**
+   * Makes room for `more` bytes beyond what is used: true when the block has it, or could be grown to it
+   * within the large-JPEG allowance (then it is); false otherwise.
+   */
+  roomFor(more: number): boolean;
   maxEdge: number;
   /** An exact output size instead of fitting `maxEdge` (WebP input only: `resizeHostedWebp`). */
   size: { width: number; height: number } | null;
@@ -362,12 +412,20 @@ async function convertNow(
     scratch(size) {
       const next = used + Math.ceil(size / 16) * 16;
       // Admission keeps every plan within the block; reaching this is a planning error, not a user's.
-      if (next > scratchBlockBytes) throw new Error(`scratch plan exceeded: ${next} > ${scratchBlockBytes} bytes`);
+      if (next > current.scratchBytes)
+        throw new Error(`scratch plan exceeded: ${next} > ${current.scratchBytes} bytes`);
       const view = heapBytes(current.turbo, current.scratch + used, size);
       used = next;
       return view;
     },
-    scratchLeft: () => scratchBlockBytes - used,
+    scratchLeft: () => current.scratchBytes - used,
+    roomFor(more) {
+      const total = used + Math.ceil(more / 16) * 16;
+      if (total <= current.scratchBytes) return true;
+      if (total > largeJpegScratchBlockBytes) return false;
+      current.growScratch(total);
+      return true;
+    },
     maxEdge,
     size,
     tick,
@@ -641,9 +699,9 @@ function coveringScale(width: number, height: number, target: { width: number; h
  */
 async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientation> {
   const size = inputSize(input);
-  if (size > context.scratchLeft())
+  if (!context.roomFor(size))
     throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(context.scratchLeft())} for a JPEG.`,
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(largeJpegScratchBlockBytes)} for a JPEG.`,
     );
   const bytes = context.scratch(size);
   await readWhole(input, bytes, truncatedJpeg);
@@ -674,11 +732,14 @@ async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientat
  * one; the plain formula is only left for a codec whose memory cannot hold the transform.
  */
 async function decodeBaselineJpeg(
-  bytes: Uint8Array,
+  file: Uint8Array,
   header: JpegHeader,
   context: Context,
   ink: ColourTransform | null,
 ): Promise<void> {
+  // Where the file is: growing the scratch (roomFor) grows its memory, which detaches `file`.
+  const fileAt = file.byteOffset;
+  const fileSize = file.length;
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const m = coveringScale(width, height, target);
@@ -688,11 +749,12 @@ async function decodeBaselineJpeg(
   const outWidth = scaled(width, m);
   const outHeight = scaled(height, m);
   const need = outWidth * outHeight * channels;
-  if (need > context.scratchLeft()) {
+  if (!context.roomFor(need)) {
     throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(bytes.length)} file leaves ${formatMegabytes(context.scratchLeft())} of the ${formatMegabytes(scratchBlockBytes)} a JPEG of ${width} × ${height} pixels may use, and it needs ${formatMegabytes(need)} more.`,
+      `The image is too large to convert: the ${formatMegabytes(fileSize)} file leaves ${formatMegabytes(largeJpegScratchBlockBytes - fileSize)} of the ${formatMegabytes(largeJpegScratchBlockBytes)} a JPEG of ${width} × ${height} pixels may use, and it needs ${formatMegabytes(need)} more.`,
     );
   }
+  const bytes = heapBytes(context.codecs.turbo, fileAt, fileSize);
   const destination = context.scratch(need).byteOffset;
   decompressInto(
     context.codecs.turbo,
@@ -737,11 +799,14 @@ async function decodeBaselineJpeg(
 }
 
 async function decodeProgressiveJpeg(
-  bytes: Uint8Array,
+  file: Uint8Array,
   header: JpegHeader,
   context: Context,
   ink: ColourTransform | null,
 ): Promise<void> {
+  // Where the file is: growing the scratch (roomFor) grows its memory, which detaches `file`.
+  const fileAt = file.byteOffset;
+  const fileSize = file.length;
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const n = coveringScale(width, height, target);
@@ -754,14 +819,15 @@ async function decodeProgressiveJpeg(
     inkRows: ink !== null,
   };
   const storageSize = progressiveStorageBytes(plan);
-  if (storageSize > context.scratchLeft()) {
+  if (!context.roomFor(storageSize)) {
     throw tooLarge(
       width,
       height,
-      Math.floor((width * height * context.scratchLeft()) / storageSize),
-      `a progressive JPEG of this file size (${formatMegabytes(bytes.length)})`,
+      Math.floor((width * height * (largeJpegScratchBlockBytes - fileSize)) / storageSize),
+      `a progressive JPEG of this file size (${formatMegabytes(fileSize)})`,
     );
   }
+  const bytes = heapBytes(context.codecs.turbo, fileAt, fileSize);
   const storage = context.scratch(storageSize);
   const memory = context.codecs.turbo.exports.memory;
   await streamRows(
