@@ -858,7 +858,7 @@ async function decodeWebpInput(input: ImageInput, context: Context): Promise<Ori
 /** Least window a lossless WebP is streamed through (or its whole bitstream, if smaller). */
 const minLosslessWindowBytes = 1 << 20;
 /** Window a lossless WebP is streamed through when memory allows: fewer, longer decoding steps. */
-const losslessWindowBytes = 4 << 20;
+const losslessWindowBytes = 2 << 20;
 
 /**
  * Lossless WebP from the stream: the RIFF chunks up to the image (the ICCP profile read into the codec's
