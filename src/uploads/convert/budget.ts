@@ -23,9 +23,10 @@ export const libjpegOverheadBytes = 2 * megabyte;
 /**
  * What a JPEG's scratch may grow to when its plan (file + M/8 pixels, or file + coefficients) does not fit the
  * share: a 12 MP CMYK file saved at quality 90 (15 MB, beside 27 MB of 6/8-scale CMYK pixels) needs ~42 MB.
- * Bounded so that this scratch, a codec at its full share and a JPEG conversion's JS side (the app's heap and
- * the encoded photo) stay within ~110 MiB: 46 + 48 + ~20 MB. A grown scratch is kept for later JPEGs (their
- * codec stays within its share) and let go by the next conversion of another kind (index.ts).
+ * Bounded so that this scratch, a JPEG conversion's codec (≤ 44.4 MB measured, at 2560 × 2560 with a 3.2 MB
+ * profile) and its JS side (the app's heap, the encoded photo, the widths an isolate keeps) stay within
+ * ~110 MiB: 46 + 44.4 + ~23 MB. A grown scratch is kept for later JPEGs and let go by the next conversion of
+ * another kind (index.ts), whose codec may fill its whole share.
  */
 export const largeJpegScratchBytes = 46 * megabyte;
 
