@@ -381,7 +381,6 @@ type Context = {
   codecs: Codecs;
   /** Bump allocation in the scratch block, reset after every conversion. */
   scratch(size: number): Uint8Array;
-  scratchLeft(): number;
   /**
    * Makes room for `more` bytes beyond what is used: true when the block has it, or could be grown to it
    * within the large-JPEG allowance (then it is); false otherwise.
@@ -418,7 +417,6 @@ async function convertNow(
       used = next;
       return view;
     },
-    scratchLeft: () => current.scratchBytes - used,
     roomFor(more) {
       const total = used + Math.ceil(more / 16) * 16;
       if (total <= current.scratchBytes) return true;
