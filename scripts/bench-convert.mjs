@@ -406,17 +406,39 @@ async function generateInputs() {
     kind: "jpeg",
     bytes: await profiled(join(projectRoot, ADOBE_RGB_PROFILE)),
   });
-  // CMYK at quality 80, as a press export is usually saved: at 90 these noisy pixels make a 15 MB file, over the
-  // JPEG share (refused, naming the limit).
+  // CMYK at quality 80, as a press export is usually saved, and at 90: these noisy pixels then make a 15 MB
+  // file, which with its 27 MB of 6/8-scale CMYK pixels grows the JPEG scratch past its share.
   add({
     name: "12 MP JPEG, CMYK with its press profile (quality 80)",
     kind: "jpeg",
     bytes: await (await rgb12()).withIccProfile("cmyk").jpeg({ quality: 80 }).toBuffer(),
   });
   add({
+    name: "12 MP JPEG, CMYK with its press profile (quality 90)",
+    kind: "jpeg",
+    bytes: await (await rgb12()).withIccProfile("cmyk").jpeg({ quality: 90 }).toBuffer(),
+  });
+  add({
     name: "12 MP WebP, lossless",
     kind: "webp",
     bytes: await (await rgb12()).webp({ lossless: true, effort: 1 }).toBuffer(),
+  });
+  // A lossless export of a grainy photo: the photo's top five bits with three bits of grain from a generator, so
+  // the file weighs ~20 MB (streamed through a window: the file is never held, docs/conversion.md "Admission").
+  add({
+    name: "12 MP WebP, lossless grainy photo (~20 MB)",
+    kind: "webp",
+    bytes: await (async () => {
+      const grainy = await raw12().removeAlpha().raw().toBuffer();
+      let seed = 1;
+      for (let i = 0; i < grainy.length; i += 1) {
+        seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+        grainy[i] = (grainy[i] & 0xf8) | (seed >>> 29);
+      }
+      return sharp(grainy, { raw: { width: 4000, height: 3000, channels: 3 } })
+        .webp({ lossless: true, effort: 1 })
+        .toBuffer();
+    })(),
   });
   add({
     name: "3840×2160 WebP, lossless screenshot",

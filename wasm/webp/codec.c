@@ -254,3 +254,144 @@ EXPORT int get_features(const uint8_t* data, size_t size, int32_t* out) {
   out[4] = features.format;
   return VP8_STATUS_OK;
 }
+
+// ------------------------------------------------------------------------------------------------------------
+// Lossless (VP8L) WebP decoded from the file streamed through a window, so the file is never held whole.
+//
+// libwebp 1.2.4's own incremental decoder (idec_dec.c) keeps every byte of a VP8L bitstream: in its append
+// mode it copies all the data into one growing buffer, in its map mode the caller must hand it all the data
+// again on every call. Its lossless decoder does not need them: VP8LDecodeImage, told the data may be
+// incomplete (`incremental_`), saves its bit reader and colour cache every 8 rows (SaveState) and, when the
+// data runs out, goes back to that checkpoint (RestoreState) and asks for more; its bit reader only ever reads
+// forward from its position. So this drives libwebp's lossless decoder as idec_dec.c does, through the same
+// internal functions, but keeps only a window of the bitstream: after each call, the bytes before the
+// restored position are dropped (moved out of the window) and the next bytes of the file come in behind the
+// rest. The header (transforms, colour cache, Huffman codes, read by VP8LDecodeHeader) is read again from the
+// start of the bitstream until the window holds all of it, as idec_dec.c does. The window therefore needs
+// the header, plus the data of at most 8 rows and a partial one, plus whatever is read per call; the caller
+// sizes it (webp-codec.ts). libwebp itself still holds the whole ARGB plane of the image (4 bytes a pixel,
+// its longest back-reference reaches a million pixels back) and scales rows into `out` as they complete.
+
+#include "src/dec/vp8li_dec.h"
+
+typedef struct {
+  WebPDecoderConfig config;
+  WebPDecParams params;
+  VP8Io io;
+  VP8LDecoder* dec;
+  uint8_t* window;
+  size_t capacity;     // bytes the window holds
+  size_t filled;       // bytes of the bitstream in the window, from its start
+  size_t remaining;    // bytes of the bitstream not yet in the window
+  size_t header_try;   // the header is read again once the window holds at least this much
+  int header_done;
+} LosslessStream;
+
+// What lossless_feed answers besides libwebp's VP8StatusCode (0 done, 5 suspended: feed more).
+#define LOSSLESS_WINDOW_TOO_SMALL 101
+
+// A decoder of a VP8L bitstream of `size` bytes (the VP8L chunk's payload) to out_width x out_height RGBA at
+// `out` (stride out_width * 4, scaled while decoding), reading through a window of `capacity` bytes. NULL
+// without memory.
+EXPORT LosslessStream* lossless_create(uint32_t size, uint32_t capacity, uint8_t* out, int out_width, int out_height) {
+  LosslessStream* stream;
+  if (out == NULL || out_width <= 0 || out_height <= 0 || capacity == 0) return NULL;
+  stream = calloc(1, sizeof(*stream));
+  if (stream == NULL) return NULL;
+  stream->window = malloc(capacity);
+  stream->dec = VP8LNew();
+  if (stream->window == NULL || stream->dec == NULL || !WebPInitDecoderConfig(&stream->config)) {
+    free(stream->window);
+    VP8LDelete(stream->dec);
+    free(stream);
+    return NULL;
+  }
+  stream->capacity = capacity;
+  stream->remaining = size;
+  stream->header_try = 0;
+  WebPDecoderConfig* const config = &stream->config;
+  config->options.use_scaling = 1;  // dropped below once the image's size is known, if it is the same
+  config->options.scaled_width = out_width;
+  config->options.scaled_height = out_height;
+  config->output.colorspace = MODE_RGBA;
+  config->output.is_external_memory = 1;
+  config->output.u.RGBA.rgba = out;
+  config->output.u.RGBA.stride = out_width * 4;
+  config->output.u.RGBA.size = (size_t)out_width * 4 * (size_t)out_height;
+  WebPResetDecParams(&stream->params);
+  stream->params.output = &config->output;
+  stream->params.options = &config->options;
+  VP8InitIo(&stream->io);
+  WebPInitCustomIo(&stream->params, &stream->io);
+  return stream;
+}
+
+// Where the caller writes the next bytes of the bitstream, and how many fit there now.
+EXPORT uint8_t* lossless_input(LosslessStream* stream) { return stream->window + stream->filled; }
+EXPORT uint32_t lossless_room(LosslessStream* stream) {
+  const size_t room = stream->capacity - stream->filled;
+  return (uint32_t)(room < stream->remaining ? room : stream->remaining);
+}
+
+// Moves the bytes the decoder still needs (from its bit reader's position) to the start of the window.
+static void DropConsumed(LosslessStream* stream) {
+  VP8LDecoder* const dec = stream->dec;
+  const size_t keep_from = dec->br_.pos_;
+  if (keep_from == 0) return;
+  memmove(stream->window, stream->window + keep_from, stream->filled - keep_from);
+  stream->filled -= keep_from;
+  dec->br_.pos_ -= keep_from;
+  // After RestoreState the saved reader is the current one; keep both pointing into the moved window.
+  dec->saved_br_ = dec->br_;
+  VP8LBitReaderSetBuffer(&dec->br_, stream->window, stream->filled);
+  VP8LBitReaderSetBuffer(&dec->saved_br_, stream->window, stream->filled);
+}
+
+// Takes `count` more bytes written at lossless_input and decodes what they allow. Returns 0 when the image
+// is complete, 5 (VP8_STATUS_SUSPENDED) when more bytes are needed, LOSSLESS_WINDOW_TOO_SMALL when the window
+// is full and the decoder cannot move on (a header, or 8 rows, larger than the window), or libwebp's error.
+EXPORT int lossless_feed(LosslessStream* stream, uint32_t count) {
+  VP8LDecoder* const dec = stream->dec;
+  if (count > stream->capacity - stream->filled || count > stream->remaining) return VP8_STATUS_INVALID_PARAM;
+  stream->filled += count;
+  stream->remaining -= count;
+  const int complete = stream->remaining == 0;
+  if (!stream->header_done) {
+    // Read again from the start each time the window has doubled (or holds the whole bitstream).
+    if (!complete && stream->filled < stream->header_try && stream->filled < stream->capacity)
+      return VP8_STATUS_SUSPENDED;
+    stream->io.data = stream->window;
+    stream->io.data_size = stream->filled;
+    if (!VP8LDecodeHeader(dec, &stream->io)) {
+      const VP8StatusCode status = dec->status_;
+      // Damaged rather than cut short when the reader stopped before the end of what the window holds.
+      const int ran_out = dec->br_.eos_ || dec->br_.pos_ >= dec->br_.len_;
+      if (complete || !ran_out || (status != VP8_STATUS_SUSPENDED && status != VP8_STATUS_BITSTREAM_ERROR))
+        return status == VP8_STATUS_OK ? VP8_STATUS_BITSTREAM_ERROR : status;
+      if (stream->filled >= stream->capacity) return LOSSLESS_WINDOW_TOO_SMALL;
+      stream->header_try = stream->filled * 2;
+      return VP8_STATUS_SUSPENDED;
+    }
+    WebPDecoderConfig* const config = &stream->config;
+    if (config->options.scaled_width == stream->io.width && config->options.scaled_height == stream->io.height)
+      config->options.use_scaling = 0;  // the usual path at the same size, as decode_scaled does
+    const VP8StatusCode status =
+        WebPAllocateDecBuffer(stream->io.width, stream->io.height, &config->options, &config->output);
+    if (status != VP8_STATUS_OK) return status;
+    stream->header_done = 1;
+  }
+  VP8LBitReaderSetBuffer(&dec->br_, stream->window, stream->filled);
+  dec->incremental_ = !complete;
+  if (!VP8LDecodeImage(dec)) return dec->status_ == VP8_STATUS_OK ? VP8_STATUS_BITSTREAM_ERROR : dec->status_;
+  if (dec->status_ != VP8_STATUS_SUSPENDED) return dec->status_;
+  DropConsumed(stream);
+  return stream->filled >= stream->capacity ? LOSSLESS_WINDOW_TOO_SMALL : VP8_STATUS_SUSPENDED;
+}
+
+EXPORT void lossless_free(LosslessStream* stream) {
+  if (stream == NULL) return;
+  VP8LDelete(stream->dec);
+  WebPFreeDecBuffer(&stream->config.output);  // external memory: only libwebp's bookkeeping
+  free(stream->window);
+  free(stream);
+}

@@ -4,11 +4,13 @@
 // bytes, lcms's parsed tags and the transform's tables come from the same malloc as the rest of the codec,
 // so its 80 MiB cap also bounds lcms.
 //
-// Intent: perceptual, no black point compensation, as libvips's icc_transform does when sharp converts an
-// image with an embedded profile (or a CMYK image without one) to sRGB. For matrix/TRC profiles (Display P3,
-// Adobe RGB, ProPhoto, grey) lcms has no perceptual table and applies the colorimetric transform.
+// Intent: perceptual, as libvips's icc_transform asks for when sharp converts an image with an embedded
+// profile (or a CMYK image without one) to sRGB. Neither asks for black point compensation, but Little CMS
+// forces it for the perceptual intent because the sRGB profile (libvips's and lcms's built-in one alike) is
+// ICC v4. For matrix/TRC profiles (Display P3, Adobe RGB, ProPhoto, grey) lcms has no perceptual table and
+// applies the colorimetric transform; their black is black, so the compensation changes nothing. CMYK: see
+// CmykTransform.
 
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,128 +83,101 @@ enum {
 
 static cmsHPROFILE srgb = NULL;
 
-// CMYK to sRGB as libvips converts it: the profile's device-to-PCS table evaluated into XYZ, encoded as lcms
-// encodes XYZ (a pixel whose Y is not above 0 is black; a negative X or Z is 0), then XYZ to sRGB, clipped
-// per channel. lcms's direct link of the same two profiles (also through Lab, and at every precision flag)
-// keeps near-black inks bluish where libvips shows them black: measured on pillow's YCCK sample, 21 levels
-// of mean blue error direct, under 2 this way. Evaluating the profile per pixel in floating point is too
-// slow, so its smooth part, CMYK to XYZ, is sampled once into a 17^4 grid (lcms's own size for 8-bit CMYK)
-// that lcms interpolates; the encoding rule, the matrix to sRGB and its clipping run per pixel exactly.
-#define CMYK_GRID 17
-#define CMYK_NODES (CMYK_GRID * CMYK_GRID * CMYK_GRID * CMYK_GRID)
-// XYZ in the grid's 16-bit values: (XYZ + offset) / span, so values a little below 0 and up to 1.5 fit.
-#define XYZ_OFFSET 0.5
-#define XYZ_SPAN 2.0
+// CMYK to sRGB as libvips converts it. libvips (8.18, as sharp ships it) makes one Little CMS transform from
+// the CMYK profile to its built-in sRGB profile, perceptual intent. sRGB is an ICC v4 profile, so Little CMS
+// forces black point compensation: the CMYK profile's black point is mapped to sRGB's black, in XYZ. What
+// differs is that black point. The Little CMS libvips links (2.19.1) takes it as the colour of the profile's
+// darkest inks, as it is; Little CMS up to 2.17 (2.14 here), and again after 2.19.1 (upstream restored it
+// in June 2026), first makes it neutral (a* = b* = 0, only its lightness kept). The press profile's darkest
+// inks are bluish (L* 13, a* +1.7, b* -7), so libvips takes more blue out of dark colours than a neutral
+// black point would: 8-10 levels of mean blue on the corpus's CMYK photos, 21 on pillow's YCCK sample, none
+// on red and green. Measured natively: Little CMS 2.19.1 built from its release reproduces sharp's output
+// bit for bit, 2.14 and 2.19 from upstream's current source do not.
+//
+// So the transform here is the same chain with libvips's black point: the profile (perceptual, no black
+// point compensation of Little CMS's own), then an abstract profile holding the compensation computed from
+// the darkest inks' colour as Little CMS 2.19.1 computes it, then sRGB (relative colorimetric: a matrix and
+// curves, no compensation forced). Little CMS joins and resamples the chain into the same 17^4 table its
+// direct transform would have (bit for bit libvips's output on the corpus and on 625 ink patches, with
+// libvips's sRGB profile; within one level with Little CMS's built-in sRGB, used here).
 
-// What colour_create returns: an lcms transform, and for CMYK the grid plus the step after it.
-typedef struct {
-  cmsHTRANSFORM lcms;  // RGB and grey: the whole transform; CMYK: CMYK to encoded XYZ (the grid)
-  int cmyk;
-  double to_linear_srgb[9];  // row-major matrix from XYZ (D50 PCS) to linear sRGB
-  uint8_t encode[4097];      // linear sRGB in 1/4096 steps to the sRGB curve's 8-bit value
-  uint16_t* xyz;             // one row of encoded XYZ
-  uint32_t capacity;         // pixels `xyz` holds
-} Colour;
+// lcms's encoding of XYZ inside pipelines: 0..1 stands for 0..MAX_ENCODEABLE_XYZ (lcms2_internal.h).
+#define MAX_ENCODEABLE_XYZ (1.0 + 32767.0 / 32768.0)
 
-typedef struct {
-  cmsUInt16Number* cmyk;  // every grid node's input, in lcms's sampling order
-  double* xyz;            // its XYZ, once computed
-  cmsUInt32Number at;
-} GridCargo;
-
-static cmsInt32Number CollectNode(CMSREGISTER const cmsUInt16Number in[], CMSREGISTER cmsUInt16Number out[],
-                                  CMSREGISTER void* cargo) {
-  GridCargo* grid = (GridCargo*)cargo;
-  (void)out;
-  for (int c = 0; c < 4; c++) grid->cmyk[grid->at * 4 + c] = in[c];
-  grid->at++;
-  return TRUE;
+// The black point libvips's Little CMS (2.18 to 2.19.1) detects for a CMYK profile used as input with the
+// perceptual intent. For v4 profiles that is the fixed perceptual black in every version; for v2 ones the
+// darkest inks (all four at 100 %) read through the profile into Lab, the lightness clipped (above 95: 0,
+// a negative profile; above 50: 50), a* and b* kept (2.14's cmsDetectBlackPoint sets them to 0). 1 on
+// success.
+static int LibvipsBlackPoint(cmsHPROFILE profile, cmsCIEXYZ* black) {
+  if (cmsGetEncodedICCversion(profile) >= 0x4000000) return cmsDetectBlackPoint(black, profile, INTENT_PERCEPTUAL, 0);
+  const cmsUInt16Number inks[4] = {0xffff, 0xffff, 0xffff, 0xffff};
+  cmsHPROFILE lab = cmsCreateLab2Profile(NULL);
+  cmsHTRANSFORM to_lab = NULL;
+  cmsCIELab darkest;
+  if (lab != NULL)
+    to_lab = cmsCreateTransform(profile, TYPE_CMYK_16, lab, TYPE_Lab_DBL, INTENT_PERCEPTUAL,
+                                cmsFLAGS_NOOPTIMIZE | cmsFLAGS_NOCACHE);
+  if (lab != NULL) cmsCloseProfile(lab);
+  if (to_lab == NULL) return 0;
+  cmsDoTransform(to_lab, inks, &darkest, 1);
+  cmsDeleteTransform(to_lab);
+  if (darkest.L > 95 || darkest.L < 0) darkest.L = 0;
+  else if (darkest.L > 50) darkest.L = 50;
+  cmsLab2XYZ(NULL, black, &darkest);
+  return 1;
 }
 
-static cmsInt32Number FillNode(CMSREGISTER const cmsUInt16Number in[], CMSREGISTER cmsUInt16Number out[],
-                               CMSREGISTER void* cargo) {
-  GridCargo* grid = (GridCargo*)cargo;
-  (void)in;
+// An abstract profile (XYZ to XYZ) mapping `black` to 0 and leaving the D50 white where it is, per channel:
+// Little CMS's black point compensation (cmscnvrt.c, ComputeBlackPointCompensation) as a matrix stage. The
+// profile is v2 so that Little CMS forces no compensation of its own on this step. NULL on failure.
+static cmsHPROFILE CompensationProfile(const cmsCIEXYZ* black) {
+  const cmsCIEXYZ* white = cmsD50_XYZ();
+  const double in[3] = {black->X, black->Y, black->Z}, paper[3] = {white->X, white->Y, white->Z};
+  double matrix[9] = {0}, offset[3];
   for (int c = 0; c < 3; c++) {
-    double v = (grid->xyz[grid->at * 3 + c] + XYZ_OFFSET) / XYZ_SPAN * 65535.0 + 0.5;
-    out[c] = (cmsUInt16Number)(v < 0 ? 0 : v > 65535 ? 65535 : v);
+    // [m] * black + offset = 0, [m] * white + offset = white; the offset in lcms's XYZ encoding.
+    matrix[4 * c] = -paper[c] / (in[c] - paper[c]);
+    offset[c] = paper[c] * in[c] / (in[c] - paper[c]) / MAX_ENCODEABLE_XYZ;
   }
-  grid->at++;
-  return TRUE;
-}
-
-// The XYZ-to-linear-sRGB matrix of lcms's sRGB profile (its primaries and D65 white, D50-adapted), read off
-// a transform to a linear-light copy of it; and the sRGB curve as a table. 1 on success.
-static int SrgbStep(Colour* colour) {
-  cmsToneCurve* linear = cmsBuildGamma(NULL, 1.0);
-  cmsCIExyY d65 = {0.3127, 0.3290, 1.0};
-  cmsCIExyYTRIPLE primaries = {{0.6400, 0.3300, 1.0}, {0.3000, 0.6000, 1.0}, {0.1500, 0.0600, 1.0}};
-  cmsToneCurve* curves[3] = {linear, linear, linear};
-  cmsHPROFILE linear_srgb = NULL, xyz = cmsCreateXYZProfile();
-  cmsHTRANSFORM matrix = NULL;
-  int ok = 0;
-  if (linear != NULL) linear_srgb = cmsCreateRGBProfile(&d65, &primaries, curves);
-  if (linear_srgb != NULL && xyz != NULL)
-    matrix = cmsCreateTransform(xyz, TYPE_XYZ_DBL, linear_srgb, TYPE_RGB_DBL, INTENT_RELATIVE_COLORIMETRIC,
-                                cmsFLAGS_NOCACHE | cmsFLAGS_NOOPTIMIZE);
-  if (matrix != NULL) {
-    const double basis[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    double columns[9];
-    cmsDoTransform(matrix, basis, columns, 3);
-    // columns[3 * j + i] is linear channel i of basis vector j.
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) colour->to_linear_srgb[3 * i + j] = columns[3 * j + i];
-    for (int i = 0; i <= 4096; i++) {
-      double v = i / 4096.0;
-      v = v <= 0.0031308 ? 12.92 * v : 1.055 * pow(v, 1 / 2.4) - 0.055;
-      colour->encode[i] = (uint8_t)(v * 255.0 + 0.5);
-    }
-    ok = 1;
+  cmsHPROFILE profile = NULL;
+  cmsPipeline* pipeline = cmsPipelineAlloc(NULL, 3, 3);
+  cmsStage* stage = cmsStageAllocMatrix(NULL, 3, 3, matrix, offset);
+  if (pipeline == NULL || stage == NULL || !cmsPipelineInsertStage(pipeline, cmsAT_END, stage)) {
+    if (stage != NULL) cmsStageFree(stage);  // not the pipeline's: it was never inserted
+    goto done;
   }
-  if (matrix != NULL) cmsDeleteTransform(matrix);
-  if (linear_srgb != NULL) cmsCloseProfile(linear_srgb);
-  if (xyz != NULL) cmsCloseProfile(xyz);
-  if (linear != NULL) cmsFreeToneCurve(linear);
-  return ok;
-}
-
-// The grid from CMYK pixels in `in_format` to encoded XYZ through `profile`, as above; NULL on failure.
-static cmsHTRANSFORM CmykGrid(cmsHPROFILE profile, cmsUInt32Number in_format) {
-  const cmsUInt32Number points[4] = {CMYK_GRID, CMYK_GRID, CMYK_GRID, CMYK_GRID};
-  cmsHPROFILE xyz = cmsCreateXYZProfile();
-  cmsHTRANSFORM to_xyz = NULL, result = NULL;
-  cmsPipeline* pipeline = NULL;
-  cmsStage* clut = NULL;
-  cmsHPROFILE link = NULL;
-  GridCargo grid = {malloc(CMYK_NODES * 4 * sizeof(cmsUInt16Number)), malloc(CMYK_NODES * 3 * sizeof(double)), 0};
-  if (xyz == NULL || grid.cmyk == NULL || grid.xyz == NULL) goto done;
-  to_xyz = cmsCreateTransform(profile, TYPE_CMYK_16, xyz, TYPE_XYZ_DBL, INTENT_PERCEPTUAL, cmsFLAGS_NOCACHE);
-  if (to_xyz == NULL) goto done;
-  if (!cmsSliceSpace16(4, points, CollectNode, &grid) || grid.at != CMYK_NODES) goto done;
-  cmsDoTransform(to_xyz, grid.cmyk, grid.xyz, CMYK_NODES);
-  pipeline = cmsPipelineAlloc(NULL, 4, 3);
-  clut = cmsStageAllocCLut16bit(NULL, CMYK_GRID, 4, 3, NULL);
-  if (pipeline == NULL || clut == NULL) goto done;
-  grid.at = 0;
-  if (!cmsStageSampleCLut16bit(clut, FillNode, &grid, 0)) goto done;
-  if (!cmsPipelineInsertStage(pipeline, cmsAT_BEGIN, clut)) goto done;
-  clut = NULL;  // the pipeline owns it now
-  link = cmsCreateProfilePlaceholder(NULL);
-  if (link == NULL) goto done;
-  cmsSetProfileVersion(link, 4.3);
-  cmsSetDeviceClass(link, cmsSigLinkClass);
-  cmsSetColorSpace(link, cmsSigCmykData);
-  cmsSetPCS(link, cmsSigRgbData);
-  if (!cmsWriteTag(link, cmsSigAToB0Tag, pipeline)) goto done;
-  result = cmsCreateTransform(link, in_format, NULL, TYPE_RGB_16, INTENT_PERCEPTUAL, cmsFLAGS_NOCACHE);
+  profile = cmsCreateProfilePlaceholder(NULL);
+  if (profile == NULL) goto done;
+  cmsSetProfileVersion(profile, 2.1);
+  cmsSetDeviceClass(profile, cmsSigAbstractClass);
+  cmsSetColorSpace(profile, cmsSigXYZData);
+  cmsSetPCS(profile, cmsSigXYZData);
+  if (!cmsWriteTag(profile, cmsSigAToB0Tag, pipeline)) {
+    cmsCloseProfile(profile);
+    profile = NULL;
+  }
 done:
-  if (link != NULL) cmsCloseProfile(link);
-  if (clut != NULL) cmsStageFree(clut);
   if (pipeline != NULL) cmsPipelineFree(pipeline);
-  if (to_xyz != NULL) cmsDeleteTransform(to_xyz);
-  if (xyz != NULL) cmsCloseProfile(xyz);
-  free(grid.cmyk);
-  free(grid.xyz);
+  return profile;
+}
+
+// The transform from CMYK pixels in `in_format` through `profile` to 8-bit sRGB, as libvips makes it (above);
+// NULL on failure.
+static cmsHTRANSFORM CmykTransform(cmsHPROFILE profile, cmsUInt32Number in_format) {
+  cmsCIEXYZ black;
+  cmsHPROFILE compensation;
+  cmsHTRANSFORM result;
+  if (!LibvipsBlackPoint(profile, &black)) return NULL;
+  compensation = CompensationProfile(&black);
+  if (compensation == NULL) return NULL;
+  cmsHPROFILE chain[3] = {profile, compensation, srgb};
+  cmsBool compensate[3] = {FALSE, FALSE, FALSE};
+  cmsUInt32Number intents[3] = {INTENT_PERCEPTUAL, INTENT_PERCEPTUAL, INTENT_RELATIVE_COLORIMETRIC};
+  cmsFloat64Number adaptation[3] = {1, 1, 1};
+  result = cmsCreateExtendedTransform(NULL, 3, chain, compensate, intents, adaptation, NULL, 0, in_format,
+                                      TYPE_RGB_8, cmsFLAGS_NOCACHE);
+  cmsCloseProfile(compensation);
   return result;
 }
 
@@ -210,7 +185,7 @@ done:
 // CMYK, and makes a transform from it to sRGB for pixels of `kind`. Returns 0 when lcms refuses the profile,
 // when its colour space is not the image's (an RGB profile on a grey image, a CMYK one on an RGB image), or
 // when memory runs out: the caller then converts the image as if it had no profile, as libvips does.
-EXPORT Colour* colour_create(const uint8_t* data, uint32_t size, int kind) {
+EXPORT cmsHTRANSFORM colour_create(const uint8_t* data, uint32_t size, int kind) {
   cmsHPROFILE profile;
   cmsColorSpaceSignature space;
   cmsUInt32Number in_format, out_format;
@@ -250,63 +225,24 @@ EXPORT Colour* colour_create(const uint8_t* data, uint32_t size, int kind) {
       !cmsIsIntentSupported(profile, INTENT_RELATIVE_COLORIMETRIC, LCMS_USED_AS_INPUT)) {
     goto done;
   }
-  transform = cmyk ? CmykGrid(profile, in_format)
+  transform = cmyk ? CmykTransform(profile, in_format)
                    : cmsCreateTransform(profile, in_format, srgb, out_format, INTENT_PERCEPTUAL, cmsFLAGS_NOCACHE);
 done:
   // The transform keeps its own optimised tables: the profile (lcms's copy of the bytes and its parsed
   // tags) goes back to the allocator now.
   cmsCloseProfile(profile);
-  if (transform == NULL) return NULL;
-  Colour* colour = calloc(1, sizeof(Colour));
-  if (colour == NULL || (cmyk && !SrgbStep(colour))) {
-    free(colour);
-    cmsDeleteTransform(transform);
-    return NULL;
-  }
-  colour->lcms = transform;
-  colour->cmyk = cmyk;
-  return colour;
+  return transform;
 }
 
 // Transforms `count` pixels from `in` to `out`. For grey and RGB the two are the same RGBA buffer: colour
 // bytes are rewritten, alpha is left as it is (lcms writes no extra channel). For CMYK, `in` holds 4 bytes
 // and `out` 3 bytes a pixel.
-EXPORT void colour_apply(Colour* colour, const uint8_t* in, uint8_t* out, uint32_t count) {
-  if (!colour->cmyk) {
-    cmsDoTransform(colour->lcms, in, out, count);
-    return;
-  }
-  if (count > colour->capacity) {
-    uint16_t* grown = realloc(colour->xyz, (size_t)count * 3 * sizeof(uint16_t));
-    if (grown == NULL) {
-      memset(out, 0, (size_t)count * 3);  // not within an admitted plan; black rather than garbage
-      return;
-    }
-    colour->xyz = grown;
-    colour->capacity = count;
-  }
-  cmsDoTransform(colour->lcms, in, colour->xyz, count);
-  const double* m = colour->to_linear_srgb;
-  for (uint32_t p = 0; p < count; p++) {
-    double xyz[3];
-    for (int c = 0; c < 3; c++) xyz[c] = colour->xyz[3 * p + c] / 65535.0 * XYZ_SPAN - XYZ_OFFSET;
-    // lcms's XYZ encoding, which libvips's path goes through: Y not above 0 is black, negatives are 0.
-    if (xyz[1] <= 0) xyz[0] = xyz[1] = xyz[2] = 0;
-    for (int c = 0; c < 3; c++)
-      if (xyz[c] < 0) xyz[c] = 0;
-    for (int i = 0; i < 3; i++) {
-      double v = m[3 * i] * xyz[0] + m[3 * i + 1] * xyz[1] + m[3 * i + 2] * xyz[2];
-      int step = (int)(v * 4096.0 + 0.5);
-      out[3 * p + i] = colour->encode[step < 0 ? 0 : step > 4096 ? 4096 : step];
-    }
-  }
+EXPORT void colour_apply(cmsHTRANSFORM transform, const uint8_t* in, uint8_t* out, uint32_t count) {
+  cmsDoTransform(transform, in, out, count);
 }
 
-EXPORT void colour_free(Colour* colour) {
-  if (colour == NULL) return;
-  cmsDeleteTransform(colour->lcms);
-  free(colour->xyz);
-  free(colour);
+EXPORT void colour_free(cmsHTRANSFORM transform) {
+  if (transform != NULL) cmsDeleteTransform(transform);
 }
 
 // Inflates a PNG iCCP chunk's zlib stream (data[0..size)) into a newly malloc'd profile, whose size the

@@ -21,17 +21,29 @@ export const scratchShareBytes = 40 * megabyte;
 export const libjpegOverheadBytes = 2 * megabyte;
 
 /**
- * Our libwebp build's memory: the target image, a WebP input file, and the encoding (5.6 bytes per output
- * pixel + 2 MiB: 38.8 MB at 2560 × 2560).
+ * What a JPEG's scratch may grow to when its plan (file + M/8 pixels, or file + coefficients) does not fit the
+ * share: a 12 MP CMYK file saved at quality 90 (15 MB, beside 27 MB of 6/8-scale CMYK pixels) needs ~42 MB.
+ * Bounded so that this scratch, a JPEG conversion's codec (≤ 44.4 MB measured, at 2560 × 2560 with a 3.2 MB
+ * profile) and its JS side (the app's heap, the encoded photo, the widths an isolate keeps) stay within
+ * ~110 MiB: 46 + 44.4 + ~23 MB. A grown scratch is kept for later JPEGs and let go by the next conversion of
+ * another kind (index.ts), whose codec may fill its whole share.
+ */
+export const largeJpegScratchBytes = 46 * megabyte;
+
+/**
+ * Our libwebp build's memory: the target image, a lossy WebP input file (a lossless one streams through a
+ * window), and the encoding (5.6 bytes per output pixel + 2 MiB: 38.8 MB at 2560 × 2560).
  */
 export const codecShareBytes = 48 * megabyte;
 
 /**
- * What a lossless or transparent WebP's decoding may take of the codec's memory (file, target, libwebp's
- * 4 or 6 bytes per source pixel, tables), past the codec's share: the codec's cap (80 MiB, build.sh) less
- * its first 2 MiB (static data, the fallback CMYK profile among it) and a margin. Such a conversion lets go of the scratch instance, and the next JPEG of the
- * grown codec (index.ts), so the isolate never holds this beside the scratch. 12 MP lossless: 48 MB
- * of ARGB plane + 19.7 MB of 2560 × 1920 target + 2 MB + the file (≤ ~12 MB).
+ * What a lossless or transparent WebP's decoding may take of the codec's memory past the codec's share: the
+ * codec's cap (80 MiB, build.sh) less its first 2 MiB (static data, the fallback CMYK profile among it) and a
+ * margin. Lossless: target, libwebp's ARGB plane (4 bytes per source pixel), its tables and a window of the
+ * streamed file (never the file: 12 MP takes 48 MB of plane + 19.7 MB of 2560 × 1920 target + 2 MiB of window
+ * + tables, whatever the file's size); lossy with alpha: file, target and 6 bytes per source pixel. Such a
+ * conversion lets go of the scratch instance, and the next JPEG of the grown codec (index.ts), so the isolate
+ * never holds this beside the scratch.
  */
 export const largeWebpCodecBytes = 81 * megabyte;
 

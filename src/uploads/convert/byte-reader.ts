@@ -96,6 +96,12 @@ export class ByteReader {
     return this.takeBuffered(count);
   }
 
+  /** The next `count` bytes without consuming them; the view is valid until the next call. Throws `truncated`. */
+  async peek(count: number): Promise<Uint8Array> {
+    if (!(await this.ensure(count))) throw this.truncated();
+    return this.buffer.subarray(this.start, this.start + count);
+  }
+
   /** Consumes `count` bytes already buffered (after `ensure`). */
   takeBuffered(count: number): Uint8Array {
     const view = this.buffer.subarray(this.start, this.start + count);

@@ -23,8 +23,8 @@ export const maxProfileBytes = 3_500_000;
  * the copies it makes of them while joining and optimising the pipeline, and the transform's precalculated
  * table. Measured: +0.26 MB for Display P3 (480 B), +20.6 MB for a 3.2 MB lookup-table profile
  * (colour.test.ts checks it). It guards RGB profiles of WebP inputs, made beside the file. A CMYK transform
- * (JPEG only) also samples its 17⁴ grid through XYZ (colour.c: ~3.5 MB while it is built, 0.5 MB kept), and
- * is made before the decoder allocates anything, so its work never sits beside the target.
+ * (JPEG only: libvips's chain with libvips's black point, colour.c, resampled by lcms into a 17⁴ table, 0.5 MB
+ * kept) is made before the decoder allocates anything, so its work never sits beside the target.
  */
 export function profileWorkBytes(size: number): number {
   return 2_000_000 + Math.ceil(6.5 * size);

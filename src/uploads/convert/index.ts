@@ -4,6 +4,7 @@ import {
   codecShareBytes,
   formatMegabytes,
   formatMegapixels,
+  largeJpegScratchBytes,
   largeWebpCodecBytes,
   libjpegOverheadBytes,
   maxQuality,
@@ -43,11 +44,12 @@ import {
   colourKind,
   createWebpCodec,
   encodeMemoryBytes,
+  losslessWindowTooSmall,
   type WebpCodec,
   webpStatus,
 } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
-import { readWebpHeader } from "./webp-header";
+import { readWebpHeader, readWebpStart } from "./webp-header";
 
 export { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 
@@ -137,21 +139,39 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
 type Codecs = {
   readonly turbo: JpegTurbo;
   readonly scratch: number;
+  /** The scratch block's size: `scratchBlockBytes`, or more once a large JPEG grew it. */
+  readonly scratchBytes: number;
   readonly codec: WebpCodec;
   /** Lets go of the scratch instance now (a conversion that needs none and whose codec grows past its share). */
   releaseScratch(): void;
+  /**
+   * Grows the scratch block to `bytes` (at most `largeJpegScratchBlockBytes`), its contents kept: the block is
+   * the last one in libjpeg's heap, so freeing it and asking for more extends it in place. The isolate then
+   * holds a scratch past its share: the next conversion that is not a JPEG lets go of it (`getCodecs`).
+   */
+  growScratch(bytes: number): void;
 };
 
-const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
+type JpegInstance = { turbo: JpegTurbo; scratch: number; scratchBytes: number };
 
-function createTurbo(): Pick<Codecs, "turbo" | "scratch"> {
+const scratchBlockBytes = scratchShareBytes - libjpegOverheadBytes;
+/** The scratch block a large JPEG may grow it to (budget.ts, `largeJpegScratchBytes`). */
+const largeJpegScratchBlockBytes = largeJpegScratchBytes - libjpegOverheadBytes;
+
+function createTurbo(): JpegInstance {
   const turbo = createJpegTurbo(turboWasm);
   const scratch = arenaAlloc(turbo, scratchBlockBytes);
   if (scratch === null) throw new Error("could not reserve the conversion scratch arena");
-  return { turbo, scratch };
+  return { turbo, scratch, scratchBytes: scratchBlockBytes };
 }
 
-let jpegInstance: Pick<Codecs, "turbo" | "scratch"> | null = null;
+let jpegInstance: JpegInstance | null = null;
+/**
+ * Whether the scratch's memory has grown past its share (a large JPEG). Later JPEGs keep using it (their codec
+ * stays small); any other conversion lets go of it first, so a grown scratch is never held beside a codec
+ * that may fill its share.
+ */
+let scratchGrown = false;
 let codecInstance: WebpCodec | null = null;
 /**
  * Whether the codec's memory has grown past its share (a large WebP, which let go of the scratch instance).
@@ -169,9 +189,13 @@ let codecGrown = false;
  */
 function getCodecs(kind: StillImageKind): Codecs {
   if (codecGrown && kind === "jpeg") releaseInstances();
+  if (scratchGrown && kind !== "jpeg") {
+    jpegInstance = null;
+    scratchGrown = false;
+  }
   codecInstance ??= createWebpCodec(codecWasm);
   const codec = codecInstance;
-  let jpeg: Pick<Codecs, "turbo" | "scratch"> | null = null;
+  let jpeg: JpegInstance | null = null;
   const ownJpeg = () => {
     if (!jpeg) {
       jpegInstance ??= createTurbo();
@@ -186,10 +210,31 @@ function getCodecs(kind: StillImageKind): Codecs {
     get scratch() {
       return ownJpeg().scratch;
     },
+    get scratchBytes() {
+      return ownJpeg().scratchBytes;
+    },
     codec,
     releaseScratch() {
       jpeg = null;
       jpegInstance = null;
+    },
+    growScratch(bytes) {
+      const instance = ownJpeg();
+      if (bytes <= instance.scratchBytes) return;
+      if (bytes > largeJpegScratchBlockBytes) throw new RangeError("the scratch cannot grow that far");
+      const { exports } = instance.turbo;
+      exports.free(instance.scratch);
+      const grown = exports.malloc(bytes);
+      scratchGrown = true;
+      if (grown !== instance.scratch) {
+        // Not where the block was: its contents are gone and the memory grew by the whole block. Never seen
+        // (nothing of libjpeg's outlives a decode above the block); this instance is not used again.
+        jpeg = null;
+        jpegInstance = null;
+        scratchGrown = false;
+        throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+      }
+      instance.scratchBytes = bytes;
     },
   };
 }
@@ -199,6 +244,7 @@ function releaseInstances(): void {
   jpegInstance = null;
   codecInstance = null;
   codecGrown = false;
+  scratchGrown = false;
 }
 
 /**
@@ -335,7 +381,11 @@ type Context = {
   codecs: Codecs;
   /** Bump allocation in the scratch block, reset after every conversion. */
   scratch(size: number): Uint8Array;
-  scratchLeft(): number;
+  /**
+   * Makes room for `more` bytes beyond what is used: true when the block has it, or could be grown to it
+   * within the large-JPEG allowance (then it is); false otherwise.
+   */
+  roomFor(more: number): boolean;
   maxEdge: number;
   /** An exact output size instead of fitting `maxEdge` (WebP input only: `resizeHostedWebp`). */
   size: { width: number; height: number } | null;
@@ -361,12 +411,19 @@ async function convertNow(
     scratch(size) {
       const next = used + Math.ceil(size / 16) * 16;
       // Admission keeps every plan within the block; reaching this is a planning error, not a user's.
-      if (next > scratchBlockBytes) throw new Error(`scratch plan exceeded: ${next} > ${scratchBlockBytes} bytes`);
+      if (next > current.scratchBytes)
+        throw new Error(`scratch plan exceeded: ${next} > ${current.scratchBytes} bytes`);
       const view = heapBytes(current.turbo, current.scratch + used, size);
       used = next;
       return view;
     },
-    scratchLeft: () => scratchBlockBytes - used,
+    roomFor(more) {
+      const total = used + Math.ceil(more / 16) * 16;
+      if (total <= current.scratchBytes) return true;
+      if (total > largeJpegScratchBlockBytes) return false;
+      current.growScratch(total);
+      return true;
+    },
     maxEdge,
     size,
     tick,
@@ -640,9 +697,9 @@ function coveringScale(width: number, height: number, target: { width: number; h
  */
 async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientation> {
   const size = inputSize(input);
-  if (size > context.scratchLeft())
+  if (!context.roomFor(size))
     throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(context.scratchLeft())} for a JPEG.`,
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(largeJpegScratchBlockBytes)} for a JPEG.`,
     );
   const bytes = context.scratch(size);
   await readWhole(input, bytes, truncatedJpeg);
@@ -673,11 +730,14 @@ async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientat
  * one; the plain formula is only left for a codec whose memory cannot hold the transform.
  */
 async function decodeBaselineJpeg(
-  bytes: Uint8Array,
+  file: Uint8Array,
   header: JpegHeader,
   context: Context,
   ink: ColourTransform | null,
 ): Promise<void> {
+  // Where the file is: growing the scratch (roomFor) grows its memory, which detaches `file`.
+  const fileAt = file.byteOffset;
+  const fileSize = file.length;
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const m = coveringScale(width, height, target);
@@ -687,11 +747,12 @@ async function decodeBaselineJpeg(
   const outWidth = scaled(width, m);
   const outHeight = scaled(height, m);
   const need = outWidth * outHeight * channels;
-  if (need > context.scratchLeft()) {
+  if (!context.roomFor(need)) {
     throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(bytes.length)} file leaves ${formatMegabytes(context.scratchLeft())} of the ${formatMegabytes(scratchBlockBytes)} a JPEG of ${width} × ${height} pixels may use, and it needs ${formatMegabytes(need)} more.`,
+      `The image is too large to convert: the ${formatMegabytes(fileSize)} file leaves ${formatMegabytes(largeJpegScratchBlockBytes - fileSize)} of the ${formatMegabytes(largeJpegScratchBlockBytes)} a JPEG of ${width} × ${height} pixels may use, and it needs ${formatMegabytes(need)} more.`,
     );
   }
+  const bytes = heapBytes(context.codecs.turbo, fileAt, fileSize);
   const destination = context.scratch(need).byteOffset;
   decompressInto(
     context.codecs.turbo,
@@ -736,11 +797,14 @@ async function decodeBaselineJpeg(
 }
 
 async function decodeProgressiveJpeg(
-  bytes: Uint8Array,
+  file: Uint8Array,
   header: JpegHeader,
   context: Context,
   ink: ColourTransform | null,
 ): Promise<void> {
+  // Where the file is: growing the scratch (roomFor) grows its memory, which detaches `file`.
+  const fileAt = file.byteOffset;
+  const fileSize = file.length;
   const { width, height } = header;
   const target = fitWithin(width, height, context.maxEdge);
   const n = coveringScale(width, height, target);
@@ -753,14 +817,15 @@ async function decodeProgressiveJpeg(
     inkRows: ink !== null,
   };
   const storageSize = progressiveStorageBytes(plan);
-  if (storageSize > context.scratchLeft()) {
+  if (!context.roomFor(storageSize)) {
     throw tooLarge(
       width,
       height,
-      Math.floor((width * height * context.scratchLeft()) / storageSize),
-      `a progressive JPEG of this file size (${formatMegabytes(bytes.length)})`,
+      Math.floor((width * height * (largeJpegScratchBlockBytes - fileSize)) / storageSize),
+      `a progressive JPEG of this file size (${formatMegabytes(fileSize)})`,
     );
   }
+  const bytes = heapBytes(context.codecs.turbo, fileAt, fileSize);
   const storage = context.scratch(storageSize);
   const memory = context.codecs.turbo.exports.memory;
   await streamRows(
@@ -777,12 +842,115 @@ const truncatedWebp = () =>
   new UnconvertibleImageError("The WebP file is incomplete: it ends in the middle of its data.");
 
 /**
- * WebP: the file is read into the codec's memory beside the target, and libwebp decodes it scaled straight
- * to the target size (no full-size output buffer). Admission: target + file + libwebp's work within the
- * codec's share, or, for lossless and transparent files, within the large-WebP allowance with the scratch
- * instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
+ * WebP. Lossless files are decoded from the stream (`decodeLosslessWebp`): the file is never held, only a
+ * window of it. Other files are read whole into the codec's memory beside the target, and libwebp decodes
+ * them scaled straight to the target size (no full-size output buffer). Admission: target + file + libwebp's
+ * work within the codec's share, or, for transparent lossy files, within the large-WebP allowance with the
+ * scratch instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
  */
 async function decodeWebpInput(input: ImageInput, context: Context): Promise<Orientation> {
+  if (await decodeLosslessWebp(input, context)) return 1;
+  return decodeWholeWebp(input, context);
+}
+
+/** Least window a lossless WebP is streamed through (or its whole bitstream, if smaller). */
+const minLosslessWindowBytes = 1 << 20;
+/** Window a lossless WebP is streamed through when memory allows: fewer, longer decoding steps. */
+const losslessWindowBytes = 2 << 20;
+
+/**
+ * Lossless WebP from the stream: the RIFF chunks up to the image (the ICCP profile read into the codec's
+ * memory), then the VP8L bitstream through a window of the codec's memory into libwebp's lossless decoder
+ * (codec.c, `lossless_*`), which scales rows into the target as they complete. The codec holds the target,
+ * libwebp's ARGB plane of the whole image (4 B per source pixel: its back-references reach a million pixels
+ * back), its row cache and tables, and the window: never the file, whatever its size. False (nothing
+ * allocated, the reader closed) when the file is not lossless: the caller reads it whole.
+ */
+async function decodeLosslessWebp(input: ImageInput, context: Context): Promise<boolean> {
+  const codec = context.codecs.codec;
+  const reader = await openReader(input, truncatedWebp);
+  const profile: { held: { pointer: number; size: number } | null } = { held: null };
+  try {
+    const start = await readWebpStart(reader, async (size) => {
+      const pointer = size <= maxProfileBytes ? codec.malloc(size) : 0;
+      if (pointer === 0) return reader.skip(size);
+      profile.held = { pointer, size };
+      for (let at = 0; at < size; ) {
+        const piece = await reader.takeSome(size - at);
+        codec.heap(pointer + at, piece.length).set(piece);
+        at += piece.length;
+      }
+    });
+    if (start.animated)
+      throw new UnconvertibleImageError("The WebP image is animated; animated images are not converted.");
+    const image = start.image;
+    if (image?.type !== "VP8L") return false;
+    refuseSourcePixels(image.width, image.height);
+    const target = context.size ?? fitWithin(image.width, image.height, context.maxEdge);
+    // Target, ARGB plane, libwebp's row cache (17 rows of the source) and its tables (measured under 1 MB).
+    const base = target.width * target.height * 4 + image.width * image.height * 4 + image.width * 17 * 4 + 2_000_000;
+    const encodeNeed = encodeMemoryBytes(target.width, target.height);
+    const minWindow = Math.min(image.size, minLosslessWindowBytes);
+    let limit = codecShareBytes;
+    let window = Math.min(image.size, losslessWindowBytes, codecShareBytes - base);
+    if (window < minWindow || encodeNeed > limit) {
+      limit = largeWebpCodecBytes;
+      window = Math.min(image.size, losslessWindowBytes, limit - base);
+    }
+    if (window < minWindow || encodeNeed > limit) {
+      const room = Math.floor((limit - target.width * target.height * 4 - 2_000_000 - minWindow) / 4);
+      throw tooLarge(image.width, image.height, Math.max(0, room), "a lossless WebP");
+    }
+    if (limit > codecShareBytes) {
+      // The codec grows past its share: the scratch (40 MB, only JPEGs use it) is let go now, and the grown codec
+      // by the next JPEG conversion, so the two are never held together.
+      context.codecs.releaseScratch();
+      codecGrown = true;
+    }
+    // The transform is made first, its work freed before anything large exists; a profile whose work would
+    // not fit beside the plan is ignored.
+    const held = profile.held;
+    profile.held = null;
+    if (held && profileWorkBytes(held.size) + base + window <= limit)
+      context.colour = colourTransform(codec, held, colourKind.rgb);
+    else if (held) codec.free(held.pointer);
+    const result = allocateTarget(context, target.width, target.height);
+    const stream = codec.createLosslessStream(image.size, window, result.pointer, target.width, target.height);
+    if (!stream) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+    try {
+      for (;;) {
+        // The window is filled before each decoding step: a step goes back to the last 8-row checkpoint.
+        const room = stream.room();
+        let filled = 0;
+        while (filled < room) {
+          const piece = await reader.takeSome(room - filled);
+          codec.heap(stream.input() + filled, piece.length).set(piece);
+          filled += piece.length;
+        }
+        context.tick();
+        const status = stream.feed(filled);
+        if (status === webpStatus.ok) break;
+        if (status === webpStatus.suspended) continue;
+        if (status === losslessWindowTooSmall)
+          throw new ImageTooLargeError(
+            `The image is too large to convert: its lossless image data needs more than the ${formatMegabytes(window)} a WebP of ${image.width} × ${image.height} pixels may read at once.`,
+          );
+        if (status === webpStatus.outOfMemory)
+          throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+        throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
+      }
+    } finally {
+      stream.free();
+    }
+    return true;
+  } finally {
+    if (profile.held) codec.free(profile.held.pointer);
+    await reader.cancel();
+  }
+}
+
+/** A WebP read whole into the codec's memory (lossy, with or without alpha). */
+async function decodeWholeWebp(input: ImageInput, context: Context): Promise<Orientation> {
   const codec = context.codecs.codec;
   const size = inputSize(input);
   const fileLimit = codecShareBytes - encodeMemoryBytes(1, 1);

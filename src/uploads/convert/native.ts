@@ -89,14 +89,46 @@ export function createJpegTurbo(module: WebAssembly.Module): JpegTurbo {
 }
 
 /**
- * Reads one tiny header so libjpeg makes its lifelong allocations (the memory source manager lives in its
- * permanent pool) now, at the bottom of the heap. Made during a real decode, they would sit between that
- * decode's large buffers and split the heap, so a later larger image would grow the memory past its share.
+ * Reads one tiny header so libjpeg makes its lifelong allocations (the memory source manager, and a quantisation
+ * table and a Huffman table of each class in every one of the 4 slots a file may define, all in its permanent
+ * pool) now, at the bottom of the heap. Made during a real decode, they would sit between that decode's large
+ * buffers and split the heap, so a later larger image would grow the memory past its share; and they would sit
+ * above the scratch block, which must stay the last block so that it can grow in place (index.ts).
  */
 function primeAllocations(exports: TurboExports & Allocator, handle: number): void {
+  const quantisation = [0xff, 0xdb, 0x01, 0x06]; // DQT, 2 + 4 × 65 bytes
+  for (let slot = 0; slot < 4; slot += 1) quantisation.push(slot, ...new Array<number>(64).fill(1));
+  const huffman = [0xff, 0xc4, 0x00, 0x92]; // DHT, 2 + 8 × 18 bytes: one 1-bit code for symbol 0 each
+  for (const kind of [0x00, 0x10])
+    for (let slot = 0; slot < 4; slot += 1) huffman.push(kind | slot, 1, ...new Array<number>(15).fill(0), 0);
   const header = [
-    0xff, 0xd8, 0xff, 0xc0, 0x00, 0x0b, 0x08, 0x00, 0x08, 0x00, 0x08, 0x01, 0x01, 0x11, 0x00, 0xff, 0xda, 0x00, 0x08,
-    0x01, 0x01, 0x00, 0x00, 0x3f, 0x00,
+    0xff,
+    0xd8,
+    ...quantisation,
+    ...huffman,
+    0xff,
+    0xc0,
+    0x00,
+    0x0b,
+    0x08,
+    0x00,
+    0x08,
+    0x00,
+    0x08,
+    0x01,
+    0x01,
+    0x11,
+    0x00,
+    0xff,
+    0xda,
+    0x00,
+    0x08,
+    0x01,
+    0x01,
+    0x00,
+    0x00,
+    0x3f,
+    0x00,
   ];
   const source = exports.malloc(header.length + 16);
   new Uint8Array(exports.memory.buffer, source, header.length).set(header);

@@ -57,6 +57,11 @@ type CodecExports = {
   colour_apply(transform: number, input: number, output: number, count: number): void;
   colour_free(transform: number): void;
   colour_inflate(data: number, size: number, cap: number, outSize: number): number;
+  lossless_create(size: number, capacity: number, out: number, width: number, height: number): number;
+  lossless_input(stream: number): number;
+  lossless_room(stream: number): number;
+  lossless_feed(stream: number, count: number): number;
+  lossless_free(stream: number): void;
   _initialize(): void;
 };
 
@@ -92,6 +97,25 @@ export const webpStatus = {
   userAbort: 6,
   notEnoughData: 7,
 } as const;
+
+/** What a lossless stream's feed answers beyond webpStatus: the window is full and the decoder cannot move on. */
+export const losslessWindowTooSmall = 101;
+
+/**
+ * A lossless (VP8L) bitstream decoded from the file streamed through a window of the codec's memory
+ * (codec.c, `lossless_*`): bytes are written at `input()` (at most `room()`), then `feed(count)` decodes what
+ * they allow, scaled into the target. libwebp still holds the image's whole ARGB plane (4 B per source pixel,
+ * allocated by the first feed that reaches the pixels), but never the file.
+ */
+export type CodecLosslessStream = {
+  /** Where the next bytes go (in the codec's memory; take a fresh view, the memory may have grown). */
+  input(): number;
+  /** How many bytes fit there now (never more than the bitstream has left). */
+  room(): number;
+  /** Decodes with `count` more bytes: webpStatus.ok when done, suspended for more, losslessWindowTooSmall, or an error. */
+  feed(count: number): number;
+  free(): void;
+};
 
 /** libwebp's WebPEncodingError names (index = code), plus 100 for arguments out of range. */
 const encodingErrors = [
@@ -206,6 +230,17 @@ export type WebpCodec = {
   decodeScaled(file: number, size: number, out: number, width: number, height: number): number;
   /** Reads the header of the WebP file at `file` (`size` bytes); null when it is not a readable WebP. */
   features(file: number, size: number): WebpFeatures | null;
+  /**
+   * A decoder of a VP8L bitstream of `size` bytes to `width` × `height` RGBA at `out` (scaled while decoding),
+   * reading through a window of `capacity` bytes; null without memory.
+   */
+  createLosslessStream(
+    size: number,
+    capacity: number,
+    out: number,
+    width: number,
+    height: number,
+  ): CodecLosslessStream | null;
   /**
    * A downscaler from `sourceWidth × sourceHeight` rows of `channels` (3: RGB, opaque; 4: RGBA) bytes a pixel
    * to the `targetWidth × targetHeight` RGBA at `out`; null when memory runs out. Its row buffer is
@@ -381,6 +416,16 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     encode,
     decodeScaled: (file, size, out, width, height) => exports.decode_scaled(file, size, out, width, height),
     features,
+    createLosslessStream(size, capacity, out, width, height) {
+      const stream = exports.lossless_create(size, capacity, out, width, height);
+      if (stream === 0) return null;
+      return {
+        input: () => exports.lossless_input(stream),
+        room: () => exports.lossless_room(stream),
+        feed: (count) => exports.lossless_feed(stream, count),
+        free: () => exports.lossless_free(stream),
+      };
+    },
     createResizer(sourceWidth, sourceHeight, targetWidth, targetHeight, out, { opaque, channels }) {
       const handle = exports.resizer_create(
         sourceWidth,

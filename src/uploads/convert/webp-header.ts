@@ -1,3 +1,4 @@
+import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 
 /** What a WebP's RIFF chunks say, read without decoding. */
@@ -53,4 +54,75 @@ export function readWebpHeader(bytes: Uint8Array): WebpHeader {
   }
   if (!header || header.width === 0 || header.height === 0) throw unreadable("it has no image header");
   return { ...header, iccProfile };
+}
+
+/** What the chunks before a WebP's image data say, read from its stream (`readWebpStart`). */
+export type WebpStart = {
+  /** The canvas (VP8X) or, without VP8X, the bitstream's size; 0 × 0 when the image chunk was not reached. */
+  width: number;
+  height: number;
+  animated: boolean;
+  /**
+   * The first image chunk ("VP8 ", "VP8L" or ALPH), whose payload the reader stands at, or null (animations,
+   * files without one). For VP8L also the bitstream's own size, read from its first 5 bytes (not consumed).
+   */
+  image: { type: string; size: number; width: number; height: number } | null;
+};
+
+/**
+ * Walks a WebP's RIFF chunks from the reader up to its first image chunk, handing the ICCP chunk's payload to
+ * `onProfile` (which must consume exactly `size` bytes from the reader, by reading or skipping them), and
+ * stops with the reader at the image chunk's payload. Stops early, with `image` null, at an animation.
+ */
+export async function readWebpStart(
+  reader: ByteReader,
+  onProfile: (size: number) => Promise<void>,
+): Promise<WebpStart> {
+  const text = (bytes: Uint8Array, at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  const riff = await reader.take(12);
+  if (text(riff, 0) !== "RIFF" || text(riff, 8) !== "WEBP") throw unreadable("it does not start like a WebP");
+  const start: WebpStart = { width: 0, height: 0, animated: false, image: null };
+  let canvas = false;
+  let profileSeen = false;
+  for (;;) {
+    if (await reader.atEnd()) throw unreadable("it has no image header");
+    const chunk = await reader.take(8);
+    const type = text(chunk, 0);
+    const size = new DataView(chunk.buffer, chunk.byteOffset, 8).getUint32(4, true);
+    const padded = size + (size & 1);
+    if (type === "VP8X") {
+      if (size < 10) throw unreadable("its extended header is too short");
+      const body = await reader.take(10);
+      start.width = 1 + ((body[4] as number) | ((body[5] as number) << 8) | ((body[6] as number) << 16));
+      start.height = 1 + ((body[7] as number) | ((body[8] as number) << 8) | ((body[9] as number) << 16));
+      start.animated = ((body[0] as number) & 0x02) !== 0;
+      canvas = true;
+      await reader.skip(padded - 10);
+      if (start.animated) return start;
+    } else if (type === "ICCP" && !profileSeen) {
+      profileSeen = true;
+      await onProfile(size);
+      await reader.skip(padded - size);
+    } else if (type === "ANIM" || type === "ANMF") {
+      start.animated = true;
+      return start;
+    } else if (type === "VP8L") {
+      const head = await reader.peek(5);
+      if (size < 5 || head[0] !== 0x2f) throw unreadable("its image header is invalid");
+      const bits = new DataView(head.buffer, head.byteOffset, 5).getUint32(1, true);
+      const width = (bits & 0x3fff) + 1;
+      const height = ((bits >> 14) & 0x3fff) + 1;
+      if (canvas && (width !== start.width || height !== start.height))
+        throw unreadable("its image size is not its canvas size");
+      start.width = width;
+      start.height = height;
+      start.image = { type, size, width, height };
+      return start;
+    } else if (type === "VP8 " || type === "ALPH") {
+      start.image = { type, size, width: start.width, height: start.height };
+      return start;
+    } else {
+      await reader.skip(padded);
+    }
+  }
 }

@@ -7,7 +7,7 @@ import {
   ImageTooLargeError,
   UnconvertibleImageError,
 } from "../../../src/uploads/convert";
-import { codecShareBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
+import { codecShareBytes, largeJpegScratchBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
 import {
   concat,
   decodeWebp,
@@ -505,6 +505,47 @@ describe("admission and memory", () => {
       expect(memory.scratch).toBeLessThanOrEqual(scratchShareBytes);
       expect(memory.codec).toBeLessThanOrEqual(codecShareBytes);
     }
+  });
+
+  it("converts a JPEG whose file and M/8 pixels exceed the scratch by growing it in place within largeJpegScratchBytes; the next PNG lets go of it", {
+    timeout: 120_000,
+  }, async () => {
+    // A 12 MP baseline JPEG (6.75 MP of RGB at 6/8: 20.3 MB) behind 20 MB of APP15 segments: a 40 MB plan, the
+    // size of a 12 MP CMYK file saved at quality 90 (15 MB beside 27 MB of CMYK pixels).
+    const jpeg = await encodeJpeg(photoLike(4000, 3000), 4000, 3000, { progressive: false, quality: 90 });
+    const padded = (padding: number) => {
+      const segments: Uint8Array[] = [jpeg.subarray(0, 2)];
+      for (let left = padding; left > 0; left -= 65_533) {
+        const body = Math.min(left, 65_533);
+        segments.push(Uint8Array.of(0xff, 0xef, (body + 2) >> 8, (body + 2) & 255), new Uint8Array(body));
+      }
+      return concat([...segments, jpeg.subarray(2)]);
+    };
+    const plain = await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+    const before = codecMemory().scratch;
+    expect(before).toBeLessThanOrEqual(scratchShareBytes);
+    const large = padded(20_000_000);
+    expect(large.length + 3000 * 2250 * 3).toBeGreaterThan(scratchShareBytes);
+    const out = await convertToWebp(large, "jpeg", { maxEdge: 2560 });
+    expect([out.width, out.height]).toEqual([2560, 1920]);
+    expect(out.bytes).toEqual(plain.bytes); // the file kept its bytes while the block grew under it
+    const grown = codecMemory();
+    expect(grown.scratch).toBeGreaterThan(before);
+    expect(grown.scratch).toBeLessThanOrEqual(largeJpegScratchBytes);
+    // The scratch grew by what the plan needed beyond its block, not by a second block.
+    expect(grown.scratch - before).toBeLessThan(
+      large.length + 3000 * 2250 * 3 - (scratchShareBytes - 2_000_000) + 1_048_576,
+    );
+    // Past the allowance: refused, naming the limit, and the scratch stays as it was.
+    await expect(convertToWebp(padded(30_000_000), "jpeg", { maxEdge: 2560 })).rejects.toThrow(
+      /leaves [0-9.]+ MB of the 44\.0 MB a JPEG of 4000 × 3000 pixels may use/,
+    );
+    expect(codecMemory().scratch).toBe(grown.scratch);
+    // A conversion of another kind lets go of the grown scratch; the next JPEG has one of its share again.
+    await convertToWebp(await writeRgbaPng(photoLike(64, 64), 64, 64), "png", { maxEdge: 64 });
+    expect(codecMemory().scratch).toBe(0);
+    await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+    expect(codecMemory().scratch).toBeLessThanOrEqual(scratchShareBytes);
   });
 
   it("converts a 12 MP PNG to 2560 px on the long edge within the memory shares", { timeout: 120_000 }, async () => {

@@ -2,9 +2,10 @@ import webpEncoderFactory from "@jsquash/webp/codec/enc/webp_enc.js";
 import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm";
 import { defaultOptions as webpDefaults } from "@jsquash/webp/meta";
 import { describe, expect, it } from "vitest";
+import { grid, gridDifference } from "../../../scripts/lib/corpus-grid.mjs";
 import { codecMemory, convertToWebp, ImageTooLargeError } from "../../../src/uploads/convert";
 import { codecShareBytes, largeWebpCodecBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
-import { webpLyingVp8l } from "./hostile-images";
+import { chunked, webpLyingVp8l } from "./hostile-images";
 import { decodeWebp, encodeJpeg, near, photoLike, pixelAt } from "./images";
 
 type WebpEncoder = { encode(data: Uint8Array, w: number, h: number, o: object): Uint8Array | null };
@@ -67,7 +68,7 @@ describe("lossless WebP input at every size the limits admit", () => {
   }, async () => {
     const rgba = photoLike(4000, 3000);
     // Photo-like with photoLike's noise cut to its top two bits, so the file (~10 MB) is what a lossless export
-    // of a smooth photo weighs; files over ~12 MB at this size are refused (next test).
+    // of a smooth photo weighs; a grainier one (next test) makes a larger file, which is never held whole.
     for (let i = 0; i < rgba.length; i += 4) {
       rgba[i] = (rgba[i] as number) & 0xf8;
       rgba[i + 1] = (rgba[i + 1] as number) & 0xf8;
@@ -82,16 +83,47 @@ describe("lossless WebP input at every size the limits admit", () => {
     expect(scratch).toBe(0);
   });
 
-  it("refuses a 12 MP lossless WebP whose file leaves no room for its 48 MB plane, naming the limit, before decoding", async () => {
-    const header = webpLyingVp8l(4000, 3000);
+  it("converts a 12 MP lossless WebP whatever its file's size: a grainy photo of over 15 MB, streamed through a window, never held whole", {
+    timeout: 300_000,
+  }, async () => {
+    const rgba = photoLike(4000, 3000);
+    // Film grain: the low four bits of every channel from a generator, the photo's structure in the top four.
+    let seed = 1;
+    for (let i = 0; i < rgba.length; i += 4)
+      for (let c = 0; c < 3; c += 1) {
+        seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+        rgba[i + c] = ((rgba[i + c] as number) & 0xf0) | (seed >>> 28);
+      }
+    const webp = await encodeLossless(rgba, 4000, 3000);
+    expect(webp.length).toBeGreaterThan(15_000_000);
+    // As R2 hands a body over: 64 KiB at a time, when the reader asks.
+    const input = chunked(webp, 65_536);
+    const out = await convertToWebp(input, "webp", { maxEdge: 2560 });
+    expect([out.width, out.height]).toEqual([2560, 1920]);
+    const { lastConversionCodec, scratch } = codecMemory();
+    expect(lastConversionCodec).toBeLessThanOrEqual(80 * 1_048_576);
+    // The ARGB plane (48 MB) and the target (19.7 MB) with the file beside them would not fit that.
+    expect(lastConversionCodec).toBeLessThan(4000 * 3000 * 4 + 2560 * 1920 * 4 + webp.length);
+    expect(scratch).toBe(0);
+    // The picture is the source's: per-cell means of an 8 × 8 grid within what the lossy encoding loses.
+    const decoded = await decodeWebp(out.bytes);
+    const error = gridDifference(grid(decoded.data, 2560, 1920), grid(rgba, 4000, 3000));
+    expect(Math.max(...error)).toBeLessThan(1.5);
+  });
+
+  it("refuses a lossless WebP whose ARGB plane cannot fit (24 MP), naming the limit, from its header alone", async () => {
+    const header = webpLyingVp8l(6000, 4000);
     const webp = new Uint8Array(20_000_000);
     webp.set(header);
     new DataView(webp.buffer).setUint32(4, webp.length - 8, true);
+    new DataView(webp.buffer).setUint32(16, webp.length - 20, true); // the VP8L chunk claims the rest
+    const input = chunked(webp, 65_536);
     const started = performance.now();
-    await expect(convertToWebp(webp, "webp", { maxEdge: 2560 })).rejects.toThrow(ImageTooLargeError);
-    await expect(convertToWebp(webp, "webp", { maxEdge: 2560 })).rejects.toThrow(
-      /4000 × 3000 pixels exceeds the limit of [0-9.]+ megapixels for a lossless WebP of 20\.0 MB/,
+    await expect(convertToWebp(input, "webp", { maxEdge: 2560 })).rejects.toThrow(
+      /6000 × 4000 pixels exceeds the limit of [0-9.]+ megapixels for a lossless WebP/,
     );
     expect(performance.now() - started).toBeLessThan(3000);
+    expect(input.delivered()).toBeLessThanOrEqual(65_536); // decided before the image data is read
+    await expect(convertToWebp(webp, "webp", { maxEdge: 2560 })).rejects.toThrow(ImageTooLargeError);
   });
 });
