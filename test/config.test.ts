@@ -4,7 +4,7 @@ import { createApp } from "../src/app";
 import { readConfig } from "../src/config";
 import { migrateCommand } from "../src/http/errors";
 import { seedProduct, seedStore, uuid } from "./support/factories";
-import { origin } from "./support/http";
+import { expectJson, origin } from "./support/http";
 
 /** Calls the app with some bindings replaced, as a misconfigured deployment or plain `wrangler dev` would run it. */
 function callWith(overrides: Partial<Record<keyof Env, unknown>>, path: string, init: RequestInit = {}) {
@@ -32,8 +32,7 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
     const response = await callWith({ DB: env.UNMIGRATED_DB }, "/api/v1/subscriptions", {
       headers: { Authorization: "Bearer some-token-of-a-developer" },
     });
-    expect(response.status).toBe(503);
-    const body = (await response.json()) as { message: string };
+    const body = await expectJson<{ message: string }>(response, 503);
     expect(body.message).toContain(migrateCommand);
     logged("database not migrated");
   });
@@ -47,12 +46,10 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
     const read = await callWith({ FILE_SIGNING_SECRET: undefined }, `/api/v1/products/${product.id}`, {
       headers: { Authorization: `Bearer ${token}` },
     });
-    expect(read.status).toBe(200);
-    const body = (await read.json()) as { file: { url: string; download_url: string | null } };
+    const body = await expectJson<{ file: { url: string; download_url: string | null } }>(read, 200);
     expect(body.file).toMatchObject({ url: locator, download_url: null });
     const link = await callWith({ FILE_SIGNING_SECRET: "" }, new URL(locator).pathname);
-    expect(link.status).toBe(503);
-    expect(((await link.json()) as { message: string }).message).toContain("FILE_SIGNING_SECRET");
+    expect((await expectJson<{ message: string }>(link, 503)).message).toContain("FILE_SIGNING_SECRET");
     logged('"problem":"FILE_SIGNING_SECRET is not set"');
   });
 
@@ -69,8 +66,7 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
       headers,
       body: JSON.stringify({ filename: "a.png", content_type: "image/png", size: 10 }),
     });
-    expect(prepare.status).toBe(503);
-    expect(((await prepare.json()) as { message: string }).message).toContain("UPLOAD_TTL_SECONDS");
+    expect((await expectJson<{ message: string }>(prepare, 503)).message).toContain("UPLOAD_TTL_SECONDS");
     const read = await callWith({ UPLOAD_TTL_SECONDS: "fifteen minutes" }, `/api/v1/products/${product.id}`, {
       headers,
     });
@@ -90,8 +86,7 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
       method: "POST",
       headers,
     });
-    expect(response.status).toBe(503);
-    expect(((await response.json()) as { message: string }).message).toContain("PLATFORM_API_URL");
+    expect((await expectJson<{ message: string }>(response, 503)).message).toContain("PLATFORM_API_URL");
     expect((await callWith(unconfigured, `/api/v1/products/${product.id}/draft`, { headers })).status).toBe(200);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bookmarkHeader, sessionConstraint } from "../../src/db/session";
 import { seedProduct, seedStore } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson } from "../support/http";
 
 describe("D1 sessions (read replicas, read-your-writes)", () => {
   it("reads go to any replica unless the client sends a bookmark; writes go to the primary", () => {
@@ -35,9 +35,8 @@ describe("D1 sessions (read replicas, read-your-writes)", () => {
     expect(bookmark).toBeTruthy();
     expect(sessionConstraint("GET", bookmark as string)).toBe(bookmark); // D1's own bookmarks pass the shape check
     const read = await api(`/products/${product.id}`, { token, headers: { [bookmarkHeader]: bookmark as string } });
-    expect(read.status).toBe(200);
+    const body = await expectJson<{ custom_fields: { name: string }[] }>(read, 200);
     expect(read.headers.get(bookmarkHeader)).toBeTruthy();
-    const body = await json<{ custom_fields: { name: string }[] }>(read);
     expect(body.custom_fields.map((field) => field.name)).toEqual(["phone"]);
   });
 });

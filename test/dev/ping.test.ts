@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { api } from "../support/http";
+import { api, expectJson } from "../support/http";
 
 describe("GET /api/v1/_dev/ping", () => {
   it("answers 204 with no body, without a token", async () => {
@@ -19,7 +19,6 @@ describe("GET /api/v1/_dev/ping", () => {
   it("is an unknown route with DEV_FIXTURES=off", async () => {
     const off = { ...env, DEV_FIXTURES: "off" };
     const response = await createApp().request("/api/v1/_dev/ping", {}, off);
-    expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ message: "Not found." });
+    expect(await expectJson(response, 404)).toEqual({ message: "Not found." });
   });
 });

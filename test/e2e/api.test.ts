@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { describe, expect, inject, it } from "vitest";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
@@ -13,8 +14,7 @@ const bearer = { Authorization: `Bearer ${token}` };
 describe("the API over real HTTP (wrangler dev)", () => {
   it("serves a demo product to the demo token", async () => {
     const response = await call(`/products/${publishedProduct.id}`, { headers: bearer });
-    expect(response.status).toBe(200);
-    const body = await response.json();
+    const body = await expectJson(response, 200);
     expect(body).toMatchObject({ id: publishedProduct.id, name: publishedProduct.name, has_draft: false });
     expect(response.headers.get("X-Request-Id")).toBeTruthy();
   });
@@ -22,8 +22,7 @@ describe("the API over real HTTP (wrangler dev)", () => {
   it("answers 401 without a token, 404 for unknown routes and 405 with Allow for a wrong method", async () => {
     expect((await call(`/products/${publishedProduct.id}`)).status).toBe(401);
     const unknown = await call("/no-such-route");
-    expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ message: "Not found." });
+    expect(await expectJson(unknown, 404)).toEqual({ message: "Not found." });
     const wrongMethod = await call(`/products/${publishedProduct.id}`, { method: "PUT", headers: bearer });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("Allow")).toContain("GET");
@@ -31,8 +30,7 @@ describe("the API over real HTTP (wrangler dev)", () => {
 
   it("publishes an OpenAPI 3.1 document that passes a real validator", async () => {
     const response = await call("/openapi.json");
-    expect(response.status).toBe(200);
-    const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
+    const document = await expectJson<{ openapi: string; paths: Record<string, unknown> }>(response, 200);
     expect(document.openapi).toBe("3.1.0");
     expect(Object.keys(document.paths)).toContain("/products/{id}");
     const result = await validate(document as never);

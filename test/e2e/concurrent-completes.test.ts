@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, inject, it } from "vitest";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
@@ -49,8 +50,7 @@ async function cycle(image: Uint8Array): Promise<number> {
     headers: { ...headers, "Content-Type": "application/json" },
     body: JSON.stringify({ filename: "load.png", content_type: "image/png", size: image.length }),
   });
-  expect(prepared.status).toBe(201);
-  const reservation = (await prepared.json()) as { id: string; upload_request: { url: string; headers: object } };
+  const reservation = await expectJson<{ id: string; upload_request: { url: string; headers: object } }>(prepared, 201);
   const put = await fetch(reservation.upload_request.url, {
     method: "PUT",
     headers: reservation.upload_request.headers as Record<string, string>,

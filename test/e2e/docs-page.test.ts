@@ -1,6 +1,7 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 
@@ -18,7 +19,7 @@ describe.skipIf(!browserAvailable)("the API reference page offline (headless Chr
   });
 
   it("renders every operation of the document with every host but the service blocked", async () => {
-    const document = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Document;
+    const document = await expectJson<Document>(await fetch(`${baseUrl}/api/v1/openapi.json`), 200);
     const summaries = Object.values(document.paths).flatMap((operations) =>
       Object.values(operations).map((operation) => operation.summary ?? ""),
     );

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { loadFixture } from "../../scripts/dev-server.mjs";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
@@ -130,9 +131,9 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
           etag: (await response.allHeaders()).etag,
         });
       } else if (request.method() === "POST" && url.pathname.endsWith("/media-uploads")) {
-        uploadId = ((await response.json()) as { id: string }).id;
+        uploadId = (await expectJson<{ id: string }>(response, 201)).id;
       } else if (request.method() === "GET" && uploadId && url.pathname.endsWith(`/media-uploads/${uploadId}`)) {
-        resumeReads.push(await response.json());
+        resumeReads.push(await expectJson(response, 200));
       }
     });
     page.on("requestfailed", (request) => {

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 
@@ -82,13 +83,12 @@ describe.skipIf(!browserAvailable)(
         path: "/subscriptions",
       });
       expect(await response.request().headerValue("authorization")).toBe(`Bearer ${demoToken}`);
-      expect(response.status()).toBe(200);
-      const body = (await response.json()) as { items: { id: string }[]; pagination: { total: number } };
+      const body = await expectJson<{ items: { id: string }[]; pagination: { total: number } }>(response, 200);
       expect(body.items.length).toBeGreaterThan(0);
       expect(body.pagination.total).toBeGreaterThan(0);
       // The same query from outside the page: the panel shows what the API answers for the demo token.
       const direct = await fetch(response.url(), { headers: { Authorization: `Bearer ${demoToken}` } });
-      expect(((await direct.json()) as typeof body).pagination.total).toBe(body.pagination.total);
+      expect((await expectJson<typeof body>(direct, 200)).pagination.total).toBe(body.pagination.total);
       await dialog
         .getByText(body.items[0]?.id ?? "missing", { exact: false })
         .first()
@@ -108,8 +108,7 @@ describe.skipIf(!browserAvailable)(
       });
       expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/cross-sells`);
       expect(await response.request().headerValue("x-service-store")).toBe(demoStore);
-      expect(response.status()).toBe(200);
-      const body = (await response.json()) as { items: { id: string; title: string | null }[] };
+      const body = await expectJson<{ items: { id: string; title: string | null }[] }>(response, 200);
       expect(body.items.length).toBeGreaterThan(0);
       await dialog
         .getByText(body.items[0]?.id ?? "missing")
@@ -127,8 +126,7 @@ describe.skipIf(!browserAvailable)(
         path: "/products/{id}",
         pathIds: { id: productId },
       });
-      expect(response.status()).toBe(200);
-      expect(await response.json()).toMatchObject({ id: productId, name: published?.name });
+      expect(await expectJson(response, 200)).toMatchObject({ id: productId, name: published?.name });
       await dialog
         .getByText(published?.name ?? "missing")
         .first()
@@ -146,8 +144,7 @@ describe.skipIf(!browserAvailable)(
         pathIds: { id: productId },
       });
       expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/draft`);
-      expect(response.status()).toBe(200);
-      expect(await response.json()).toMatchObject({ id: productId, name: drafted?.draft?.product.name });
+      expect(await expectJson(response, 200)).toMatchObject({ id: productId, name: drafted?.draft?.product.name });
       await dialog
         .getByText(drafted?.draft?.product.name ?? "missing")
         .first()

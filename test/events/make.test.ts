@@ -7,7 +7,7 @@ import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
 import { seedProduct, seedStore, uuid } from "../support/factories";
-import { json } from "../support/http";
+import { expectJson } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 import { callApi, db, deliveryDeps, eventsOf, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
@@ -33,8 +33,7 @@ describe("events made by publish", () => {
     const { storeId, token, product } = await productWithDraft(url);
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
-    const answer = await json(response);
+    const answer = await expectJson(response, 200);
     const events = await eventsOf(product.id);
     expect(events).toHaveLength(1);
     const [event] = events;
@@ -89,8 +88,7 @@ describe("events made by publish", () => {
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "maybe",
     });
-    expect(response.status).toBe(503);
-    expect((await json<{ message: string }>(response)).message).toContain("WEBHOOK_ALLOW_HTTP");
+    expect((await expectJson<{ message: string }>(response, 503)).message).toContain("WEBHOOK_ALLOW_HTTP");
     expect(await eventsOf(product.id)).toEqual([]);
     logs.expectLogged("error", {
       message: "configuration problem",

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } fr
 import { draftMessages } from "../../src/products/drafts";
 import { publishMessages } from "../../src/products/publish";
 import { productInput, seed, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson } from "../support/http";
 
 type Call = { op: string; course_id?: string; project_id?: string; ok: boolean };
 
@@ -12,8 +12,8 @@ const setFaults = async (storeId: string, mode: unknown) => {
   expect(response.status).toBe(204);
 };
 const calls = async (storeId: string) =>
-  (await json<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`))).items;
-const stored = (id: string) => api(`/_dev/products/${id}`).then((r) => json(r));
+  (await expectJson<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`), 200)).items;
+const stored = (id: string) => api(`/_dev/products/${id}`).then((r) => expectJson(r, 200));
 const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
 /** A store on the platform, and a product whose draft changes fields, slug, wall and courses. */
@@ -61,8 +61,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 1 (docs/api.md, Publish): persists the overlay (unpublished variants included) as the live product, drops it, answers 200", async () => {
     const s = await platformScenario();
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(200);
-    const body = await json(response);
+    const body = await expectJson(response, 200);
     expect(body).toMatchObject({
       id: s.product.id,
       status: "published",
@@ -75,10 +74,11 @@ describe("POST /products/{id}/publish", () => {
       [s.draftVariant.id, "draft"],
     ]);
     expect((await api(`/products/${s.product.id}/draft`, { token: s.token })).status).toBe(404);
-    const live = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+    const live = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
     expect(live).toEqual(body);
-    const crossSells = await json<{ items: { title: string }[] }>(
+    const crossSells = await expectJson<{ items: { title: string }[] }>(
       await api(`/products/${s.product.id}/cross-sells`, { token: s.token }),
+      200,
     );
     expect(crossSells.items.map((item) => item.title)).toEqual(["Bonus"]);
     expect(await stored(s.product.id)).toMatchObject({
@@ -92,7 +92,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 1 (docs/api.md, Publish): a published product with an overlay is refreshed the same way", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { status: "published", draft: { product: { name: "Refreshed" } } });
-    const body = await json(await publish(product.id, token));
+    const body = await expectJson(await publish(product.id, token), 200);
     expect(body).toMatchObject({ status: "published", name: "Refreshed", has_draft: false });
   });
 
@@ -100,16 +100,14 @@ describe("POST /products/{id}/publish", () => {
     const { storeId, token } = await seedStore();
     const draft = await seedProduct(storeId, { status: "draft", name: "Bez szkicu" });
     const first = await publish(draft.id, token);
-    expect(first.status).toBe(200);
-    expect(await json(first)).toMatchObject({
+    expect(await expectJson(first, 200)).toMatchObject({
       id: draft.id,
       status: "published",
       has_draft: false,
       name: "Bez szkicu",
     });
     const again = await publish(draft.id, token);
-    expect(again.status).toBe(200);
-    expect((await json(again)).status).toBe("published");
+    expect((await expectJson(again, 200)).status).toBe("published");
   });
 
   it("publish rule 2 (docs/api.md, Publish): without an active plan answers 422 flat {message}, changes nothing, and repeats the same answer", async () => {
@@ -118,14 +116,13 @@ describe("POST /products/{id}/publish", () => {
     const publishedProduct = await seedProduct(storeId, { status: "published", draft: { product: { name: "Y" } } });
     for (const product of [draftProduct, publishedProduct, draftProduct]) {
       const response = await publish(product.id, token);
-      expect(response.status).toBe(422);
-      expect(await json(response)).toEqual({ message: publishMessages.noActivePlan });
+      expect(await expectJson(response, 422)).toEqual({ message: publishMessages.noActivePlan });
     }
-    expect(await json(await api(`/products/${draftProduct.id}`, { token }))).toMatchObject({
+    expect(await expectJson(await api(`/products/${draftProduct.id}`, { token }), 200)).toMatchObject({
       status: "draft",
       has_draft: true,
     });
-    expect(await json(await api(`/products/${publishedProduct.id}`, { token }))).toMatchObject({
+    expect(await expectJson(await api(`/products/${publishedProduct.id}`, { token }), 200)).toMatchObject({
       status: "published",
       has_draft: true,
     });
@@ -134,8 +131,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 3 (docs/api.md, Publish): a deleted wall project answers 422 errors.wall_id and the draft stays", async () => {
     const s = await platformScenario({ wall_id: uuid() });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 422)).toEqual({
       message: "The given data was invalid.",
       errors: { wall_id: [publishMessages.wallGone] },
     });
@@ -145,8 +141,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 3 (docs/api.md, Publish): a deleted footer project answers 422 errors.footer_id", async () => {
     const s = await platformScenario({ footer_id: uuid() });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 422)).toEqual({
       message: "The given data was invalid.",
       errors: { footer_id: [publishMessages.footerGone] },
     });
@@ -187,8 +182,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 7 (docs/api.md, Publish): an account not connected to the platform answers 422 without errors and the draft stays", async () => {
     const s = await platformScenario({}, { platform: { connected: false, projects: [], courses: [] } });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({ message: publishMessages.accountNotConnected });
+    expect(await expectJson(response, 422)).toEqual({ message: publishMessages.accountNotConnected });
     expect((await stored(s.product.id)).draft_version).toBe(5);
   });
 
@@ -196,14 +190,14 @@ describe("POST /products/{id}/publish", () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await seedProduct(s.storeId, { slug: "kurs-nowy" });
     await seedProduct(s.storeId, { slug: "kurs-nowy-2" });
-    const body = await json(await publish(s.product.id, s.token));
+    const body = await expectJson(await publish(s.product.id, s.token), 200);
     expect(body.slug).toBe("kurs-nowy-3");
   });
 
   it("publish rule 8 (docs/api.md, Publish): the product's own slug is not a collision", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { slug: "moj-kurs", draft: { product: { name: "Nowa nazwa" } } });
-    expect((await json(await publish(product.id, token))).slug).toBe("moj-kurs");
+    expect((await expectJson(await publish(product.id, token), 200)).slug).toBe("moj-kurs");
   });
 
   for (const section of ["fields", "settings", "styles", "media"] as const) {
@@ -214,9 +208,8 @@ describe("POST /products/{id}/publish", () => {
         draft: { based_on: { [section]: "2026-05-01T10:00:00Z" } },
       });
       const response = await publish(product.id, token);
-      expect(response.status).toBe(409);
-      expect(await json(response)).toEqual({ message: publishMessages.staleOverlay });
-      expect((await json(await api(`/products/${product.id}`, { token }))).has_draft).toBe(true);
+      expect(await expectJson(response, 409)).toEqual({ message: publishMessages.staleOverlay });
+      expect((await expectJson(await api(`/products/${product.id}`, { token }), 200)).has_draft).toBe(true);
     });
   }
 
@@ -227,8 +220,7 @@ describe("POST /products/{id}/publish", () => {
     const theirs = await seedProduct(other.storeId);
     for (const id of [uuid(), archived.id, theirs.id]) {
       const response = await publish(id, token);
-      expect(response.status).toBe(404);
-      expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+      expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
     }
   });
 
@@ -237,8 +229,7 @@ describe("POST /products/{id}/publish", () => {
     const product = await seedProduct(storeId);
     const writer = await seedToken([storeId], ["products:write", "products:read"]);
     const response = await publish(product.id, writer);
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(response, 403)).toEqual({ message: "This action is unauthorized." });
   });
 });
 
@@ -291,16 +282,18 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
       await setFaults(s.storeId, { fail_after: point.successes });
 
       const failed = await publish(s.product.id, s.token);
-      expect(failed.status).toBe(502);
-      expect(await json(failed)).toEqual({ message: publishMessages.platformUnavailable });
+      expect(await expectJson(failed, 502)).toEqual({ message: publishMessages.platformUnavailable });
       loggedUnavailable();
-      const afterFailure = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+      const afterFailure = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
       expect(afterFailure).toMatchObject({ status: "draft", has_draft: true, name: "Live name" });
 
       await setFaults(s.storeId, "up");
       const retried = await publish(s.product.id, s.token);
-      expect(retried.status).toBe(200);
-      expect(await json(retried)).toMatchObject({ status: "published", name: "Draft name", has_draft: false });
+      expect(await expectJson(retried, 200)).toMatchObject({
+        status: "published",
+        name: "Draft name",
+        has_draft: false,
+      });
 
       const operations = (await calls(s.storeId)).filter((call) => call.ok && call.op.endsWith("_course"));
       expect(operations.map((call) => `${call.op}:${call.course_id}`).sort()).toEqual(
@@ -337,7 +330,7 @@ describe("publish concurrency", () => {
         body: { draft_version: 5 },
       }),
     ]);
-    const live = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+    const live = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
     if (published.status === 200) {
       // The publish saw version 5: live has both overlay fields, whatever the delete answered.
       expect([204, 404]).toContain(deleted.status);
@@ -347,8 +340,7 @@ describe("publish concurrency", () => {
         expect(live.custom_fields).toEqual(fields("nip", "phone"));
       }
     } else {
-      expect(published.status).toBe(409);
-      expect(await json(published)).toEqual({ message: draftMessages.stale });
+      expect(await expectJson(published, 409)).toEqual({ message: draftMessages.stale });
       expect(deleted.status).toBe(204);
       expect(live).toMatchObject({ has_draft: true, custom_fields: fields("live-field") });
     }

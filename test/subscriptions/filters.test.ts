@@ -1,14 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { SubscriptionInput } from "../support/factories";
 import { seedStore, uuid } from "../support/factories";
-import { json } from "../support/http";
+import { expectJson } from "../support/http";
 import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "./support";
 
 /** The ids a list answers, sorted, after checking it is a 200. */
 async function matching(token: string, params: Record<string, string>) {
   const response = await listSubscriptions(token, { per_page: "100", ...params });
-  expect(response.status, JSON.stringify(params)).toBe(200);
-  const body = await json<SubscriptionList>(response);
+  const body = await expectJson<SubscriptionList>(response, 200, JSON.stringify(params));
   expect(body.pagination.total, "total counts the same rows the page holds").toBe(body.items.length);
   return body.items.map((item) => item.id as string).sort();
 }
@@ -100,8 +99,7 @@ describe("GET /subscriptions: each filter alone", () => {
         edges.map((time) => ({ [column]: time }) as SubscriptionInput),
       );
       const response = await listSubscriptions(token, { [`${name}_from`]: "2026-04-01", [`${name}_to`]: "2026-03-31" });
-      expect(response.status).toBe(200);
-      expect(await json(response)).toEqual({
+      expect(await expectJson(response, 200)).toEqual({
         items: [],
         pagination: { current_page: 1, total_pages: 0, per_page: 10, total: 0 },
       });
@@ -212,8 +210,7 @@ describe("GET /subscriptions: filters combined", () => {
       sort: "created_at",
       per_page: "2",
     });
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(body.items.map((item) => item.id)).toEqual([seeded[0]?.id, seeded[3]?.id]);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 2, total: 3 });
   });

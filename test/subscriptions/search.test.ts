@@ -6,7 +6,7 @@ import { indexableNeedle, listSubscriptions as listQuery, searchPhrase } from ".
 import { subscriptionSearchText } from "../../src/subscriptions/resource";
 import type { SubscriptionInput } from "../support/factories";
 import { seed, seedStore } from "../support/factories";
-import { json } from "../support/http";
+import { expectJson } from "../support/http";
 import {
   listSubscriptions,
   minutesApart,
@@ -37,8 +37,7 @@ const halves: Half[] = [
 async function listed(store: Store, params: Record<string, string>, half: Half = halves[0] as Half) {
   if (half.maxIndexHits === undefined) {
     const response = await listSubscriptions(store.token, params);
-    expect(response.status, JSON.stringify(params)).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200, JSON.stringify(params));
     return { ids: body.items.map((item) => item.id as string), total: body.pagination.total };
   }
   const request = listRequest(SubscriptionListQuery.parse(params));

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ABILITIES, newTokenSecret, tokenHash, tokenStatements } from "../../../scripts/lib/api-token.mjs";
 import { abilities, sha256Hex } from "../../../src/http/auth";
 import { seedStore, uuid } from "../../support/factories";
-import { api, json } from "../../support/http";
+import { api, expectJson } from "../../support/http";
 
 /** Runs what `npm run token:create` sends to `wrangler d1 execute`, here on the test database. */
 async function runStatements(statements: string[]) {
@@ -33,8 +33,7 @@ describe("npm run token:create writes tokens the service accepts", () => {
       }),
     );
     const list = await api("/subscriptions", { token: secret, store: storeId });
-    expect(list.status).toBe(200);
-    expect(await json(list)).toMatchObject({ items: [], pagination: { total: 0 } });
+    expect(await expectJson(list, 200)).toMatchObject({ items: [], pagination: { total: 0 } });
     const prepared = await api("/media-uploads", {
       method: "POST",
       token: secret,
