@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { loadFixture } from "../../scripts/dev-server.mjs";
@@ -120,6 +120,13 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     const partOf = (url: string) => Number(/\/parts\/(\d+)$/.exec(new URL(url).pathname)?.[1] ?? Number.NaN);
     const resumeReads: { parts: { part_number: number; etag: string }[] }[] = [];
     let uploadId: string | undefined;
+    /** Part PUTs sent and not yet answered or failed. */
+    const inFlight = new Set<Request>();
+    const isPartPut = (request: Request) => request.method() === "PUT" && request.url().includes("/parts/");
+    page.on("request", (request) => {
+      if (isPartPut(request)) inFlight.add(request);
+    });
+    page.on("requestfinished", (request) => inFlight.delete(request));
     page.on("response", async (response) => {
       const request = response.request();
       const url = new URL(request.url());
@@ -137,7 +144,8 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
       }
     });
     page.on("requestfailed", (request) => {
-      if (request.method() === "PUT" && request.url().includes("/parts/")) {
+      inFlight.delete(request);
+      if (isPartPut(request)) {
         parts.push({ part: partOf(request.url()), at: phase, outcome: "failed" });
       }
     });
@@ -154,7 +162,8 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     phase = "during-cut";
     await context.setOffline(true);
     await expect.poll(() => page.locator("#status").textContent(), { timeout: 10_000 }).toContain("Connection lost");
-    await page.waitForTimeout(1500);
+    // Every part in flight at the cut has ended (failed, or answered) before the parts stored are counted.
+    await expect.poll(() => inFlight.size, { timeout: 10_000, interval: 50 }).toBe(0);
     const storedBeforeRestore = new Set(parts.filter((event) => event.outcome === 204).map((event) => event.part));
     phase = "after-cut";
     await context.setOffline(false);
