@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { productInput, seedStore, uuid } from "../support/factories";
 import { api, expectJson } from "../support/http";
+import { readProduct } from "../support/products";
 
 function storeDocument() {
   const storeId = uuid();
@@ -49,7 +50,7 @@ describe("POST /api/v1/_dev/fixtures", () => {
     expect((await api("/_dev/fixtures", { method: "POST", body: document })).status).toBe(201);
     const renamed = { ...document, products: [{ ...product, name: "Renamed" }] };
     expect((await api("/_dev/fixtures", { method: "POST", body: renamed })).status).toBe(201);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(body.name).toBe("Renamed");
     expect(body.custom_fields).toEqual([{ name: "nip", enabled: true, order: 0 }]);
   });

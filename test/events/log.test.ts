@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
+import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "../support/events";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
 import { expectJson } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
-import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();

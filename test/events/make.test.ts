@@ -6,22 +6,29 @@ import { deliverEvent } from "../../src/events/delivery";
 import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
-import { seedProduct, seedStore, uuid } from "../support/factories";
+import {
+  callApi,
+  db,
+  deliveryDeps,
+  eventsOf,
+  fakeReceiver,
+  hookUrl,
+  recordingQueue,
+  storedEvent,
+} from "../support/events";
+import { customFields, seedProduct, seedStore, uuid } from "../support/factories";
 import { expectJson } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
-import { callApi, db, deliveryDeps, eventsOf, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
-
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
 /** A store and a published product with a draft overlay, both pointing their webhook_url at `url`. */
 async function productWithDraft(url: string | null) {
   const { storeId, token } = await seedStore();
   const product = await seedProduct(storeId, {
     webhook_url: url,
-    custom_fields: fields("nip"),
+    custom_fields: customFields("nip"),
     draft: { draft_version: 1, product: { name: "Draft name", slug: `s-${uuid().slice(0, 8)}`, webhook_url: url } },
   });
   return { storeId, token, product };
@@ -149,7 +156,10 @@ describe("events made by custom-field deletes", () => {
   it("a live delete that answers 204 writes product.custom_field.deleted with store, product, null variant, list and name", async () => {
     const { storeId, token } = await seedStore();
     const url = hookUrl();
-    const product = await seedProduct(storeId, { webhook_url: url, waitlist_custom_fields: fields("phone", "nip") });
+    const product = await seedProduct(storeId, {
+      webhook_url: url,
+      waitlist_custom_fields: customFields("phone", "nip"),
+    });
     const { sent, queue } = recordingQueue();
     const response = await callApi(
       `/products/${product.id}/waitlist-custom-fields/phone`,
@@ -179,7 +189,7 @@ describe("events made by custom-field deletes", () => {
     const variantId = uuid();
     const product = await seedProduct(storeId, {
       webhook_url: hookUrl(),
-      variants: [{ id: variantId, name: "V", amount: 100, currency: "pln", custom_fields: fields("nip") }],
+      variants: [{ id: variantId, name: "V", amount: 100, currency: "pln", custom_fields: customFields("nip") }],
     });
     const { queue } = recordingQueue();
     const response = await callApi(
@@ -198,10 +208,10 @@ describe("events made by custom-field deletes", () => {
 
   it("a delete answered 404 (no such field) or 409 (product has a draft) makes no event", async () => {
     const { storeId, token } = await seedStore();
-    const plain = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: fields("nip") });
+    const plain = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: customFields("nip") });
     const drafted = await seedProduct(storeId, {
       webhook_url: hookUrl(),
-      custom_fields: fields("nip"),
+      custom_fields: customFields("nip"),
       draft: { draft_version: 1, product: { name: "D", slug: `d-${uuid().slice(0, 8)}` } },
     });
     const { sent, queue } = recordingQueue();
@@ -223,7 +233,7 @@ describe("events made by custom-field deletes", () => {
       draft: {
         draft_version: 1,
         product: { name: "D", slug: `d-${uuid().slice(0, 8)}` },
-        custom_fields: fields("nip"),
+        custom_fields: customFields("nip"),
       },
     });
     const { queue } = recordingQueue();
@@ -238,7 +248,7 @@ describe("events made by custom-field deletes", () => {
 
   it("a failed enqueue does not change the answer: the event stays pending and the sweep delivers it later", async () => {
     const { storeId, token } = await seedStore();
-    const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: fields("nip") });
+    const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: customFields("nip") });
     const { queue } = recordingQueue({ failing: true });
     const response = await callApi(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token }, queue);
     expect(response.status).toBe(204);

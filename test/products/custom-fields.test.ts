@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { customFieldMessages } from "../../src/products/custom-fields";
 import { draftMessages } from "../../src/products/drafts";
-import { seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
-import { api, expectJson, json } from "../support/http";
+import { customFields, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
+import { api, expectJson } from "../support/http";
+import { readDraft, readProduct, storedProduct } from "../support/products";
 
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 const names = (list: unknown) => (list as { name: string; order: number }[]).map((f) => `${f.order}:${f.name}`);
 
 async function liveProduct(overrides = {}) {
   const { storeId, token } = await seedStore();
-  const variant = variantInput({ custom_fields: fields("size", "colour") });
+  const variant = variantInput({ custom_fields: customFields("size", "colour") });
   const product = await seedProduct(storeId, {
-    custom_fields: fields("nip", "phone", "company"),
-    waitlist_custom_fields: fields("email", "city"),
+    custom_fields: customFields("nip", "phone", "company"),
+    waitlist_custom_fields: customFields("email", "city"),
     variants: [variant],
     ...overrides,
   });
@@ -21,13 +21,13 @@ async function liveProduct(overrides = {}) {
 
 async function productWithDraft() {
   const { storeId, token } = await seedStore();
-  const draftVariant = variantInput({ status: "draft", custom_fields: fields("size", "colour") });
+  const draftVariant = variantInput({ status: "draft", custom_fields: customFields("size", "colour") });
   const product = await seedProduct(storeId, {
-    custom_fields: fields("live-only"),
+    custom_fields: customFields("live-only"),
     draft: {
       draft_version: 2,
-      custom_fields: fields("nip", "phone", "company"),
-      waitlist_custom_fields: fields("email", "city"),
+      custom_fields: customFields("nip", "phone", "company"),
+      waitlist_custom_fields: customFields("email", "city"),
       variants: [draftVariant],
     },
   });
@@ -42,14 +42,14 @@ describe("live custom-field deletes", () => {
     const response = await del(`/products/${product.id}/custom-fields/phone`, token);
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
   });
 
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a waitlist field and renumbers", async () => {
     const { token, product } = await liveProduct();
     expect((await del(`/products/${product.id}/waitlist-custom-fields/email`, token)).status).toBe(204);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:city"]);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
@@ -57,7 +57,7 @@ describe("live custom-field deletes", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a variant field and renumbers", async () => {
     const { token, product, variantId } = await liveProduct();
     expect((await del(`/product-variants/${variantId}/custom-fields/size`, token)).status).toBe(204);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
@@ -65,9 +65,9 @@ describe("live custom-field deletes", () => {
     const { token, product, variantId } = await liveProduct();
     expect((await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token)).status).toBe(204);
     expect((await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token)).status).toBe(204);
-    const body = await expectJson<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
-      await api(`/products/${product.id}`, { token }),
-      200,
+    const body = await readProduct<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
+      product.id,
+      token,
     );
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
     expect(names(body.variants[0]?.custom_fields)).toEqual(["0:colour"]);
@@ -84,9 +84,9 @@ describe("live custom-field deletes", () => {
     const { token, product, variantId } = await liveProduct();
     await del(`/product-variants/${variantId}/custom-fields/size`, token);
     expect((await del(`/product-variants/${variantId}/custom-fields/colour`, token)).status).toBe(204);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
-    const stored = await expectJson(await api(`/_dev/products/${product.id}`), 200);
+    const stored = await storedProduct(product.id);
     expect(stored.variants).toEqual([{ id: variantId, custom_fields: [] }]);
   });
 
@@ -94,9 +94,7 @@ describe("live custom-field deletes", () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/custom-fields/live-only`, token);
     expect(await expectJson(response, 409)).toEqual({ message: customFieldMessages.productHasDraft });
-    expect((await expectJson(await api(`/_dev/products/${product.id}`), 200)).custom_fields).toEqual(
-      fields("live-only"),
-    );
+    expect((await storedProduct(product.id)).custom_fields).toEqual(customFields("live-only"));
   });
 
   it("delete custom field rule 4 (docs/api.md, Delete custom field): the has-draft 409 comes before the unknown-field 404", async () => {
@@ -106,13 +104,13 @@ describe("live custom-field deletes", () => {
 
   it("answers unknown, archived and other-store products 404 with the product message", async () => {
     const { token, storeId } = await liveProduct();
-    const archived = await seedProduct(storeId, { status: "archived", custom_fields: fields("nip") });
+    const archived = await seedProduct(storeId, { status: "archived", custom_fields: customFields("nip") });
     const other = await liveProduct();
     for (const id of [uuid(), archived.id, other.product.id]) {
       const response = await del(`/products/${id}/custom-fields/nip`, token);
       expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
     }
-    expect((await expectJson(await api(`/_dev/products/${other.product.id}`), 200)).custom_fields).toHaveLength(3);
+    expect((await storedProduct(other.product.id)).custom_fields).toHaveLength(3);
   });
 
   it("answers unknown and other-store variants 404 Variant with ID <id> not found", async () => {
@@ -151,7 +149,7 @@ describe("live custom-field deletes", () => {
   });
 
   it("decodes a percent-encoded name once", async () => {
-    const { token, product } = await liveProduct({ custom_fields: fields("a b", "c%41") });
+    const { token, product } = await liveProduct({ custom_fields: customFields("a b", "c%41") });
     expect((await del(`/products/${product.id}/custom-fields/a%20b`, token)).status).toBe(204);
     const literal = await del(`/products/${product.id}/custom-fields/c%2541`, token);
     expect(literal.status).toBe(204);
@@ -181,7 +179,7 @@ describe("live custom-field deletes", () => {
       del(`/products/${product.id}/custom-fields/company`, token),
     ]);
     expect(results.map((r) => r.status)).toEqual([204, 204]);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:phone"]);
   });
 
@@ -192,7 +190,7 @@ describe("live custom-field deletes", () => {
       del(`/products/${product.id}/custom-fields/phone`, token),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([204, 404]);
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
   });
 });
@@ -208,7 +206,7 @@ describe("draft custom-field deletes", () => {
     expect(draft.headers.get("ETag")).toBe('"3"');
     expect(body.draft_version).toBe(3);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
-    const live = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const live = await readProduct(product.id, token);
     expect(names(live.custom_fields)).toEqual(["0:live-only"]);
   });
 
@@ -221,7 +219,7 @@ describe("draft custom-field deletes", () => {
       (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }))
         .status,
     ).toBe(204);
-    const body = await expectJson(await api(`/products/${product.id}/draft`, { token }), 200);
+    const body = await readDraft(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:email"]);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
@@ -230,7 +228,7 @@ describe("draft custom-field deletes", () => {
     const { token, product, variantId } = await productWithDraft();
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 2 });
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/colour`, token, { draft_version: 3 });
-    const body = await expectJson(await api(`/products/${product.id}/draft`, { token }), 200);
+    const body = await readDraft(product.id, token);
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
   });
 
@@ -247,7 +245,7 @@ describe("draft custom-field deletes", () => {
       const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
       expect(await expectJson(response, 409)).toEqual({ message: draftMessages.stale });
     }
-    const body = await expectJson(await api(`/products/${product.id}/draft`, { token }), 200);
+    const body = await readDraft(product.id, token);
     expect(body.draft_version).toBe(2);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
@@ -328,7 +326,7 @@ describe("draft custom-field deletes", () => {
       del(`/products/${product.id}/draft/custom-fields/company`, token, { draft_version: 2 }),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([204, 409]);
-    const body = await expectJson(await api(`/products/${product.id}/draft`, { token }), 200);
+    const body = await readDraft(product.id, token);
     expect(body.draft_version).toBe(3);
     expect((body.custom_fields as unknown[]).length).toBe(2);
     expect((body.custom_fields as { order: number }[]).map((f) => f.order)).toEqual([0, 1]);
@@ -341,7 +339,7 @@ describe("DELETE /products/{id}/draft", () => {
     const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token, body: { ignored: true } });
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
-    expect((await expectJson(await api(`/products/${product.id}`, { token }), 200)).has_draft).toBe(false);
+    expect((await readProduct(product.id, token)).has_draft).toBe(false);
     expect((await del(`/products/${product.id}/custom-fields/live-only`, token)).status).toBe(204);
   });
 

@@ -1,8 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { draftMessages } from "../../src/products/drafts";
 import { publishMessages } from "../../src/products/publish";
-import { productInput, seed, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
+import {
+  customFields,
+  productInput,
+  seed,
+  seedProduct,
+  seedStore,
+  seedToken,
+  uuid,
+  variantInput,
+} from "../support/factories";
 import { api, expectJson } from "../support/http";
+import { readProduct, storedProduct } from "../support/products";
 
 type Call = { op: string; course_id?: string; project_id?: string; ok: boolean };
 
@@ -13,8 +23,6 @@ const setFaults = async (storeId: string, mode: unknown) => {
 };
 const calls = async (storeId: string) =>
   (await expectJson<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`), 200)).items;
-const stored = (id: string) => api(`/_dev/products/${id}`).then((r) => expectJson(r, 200));
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 
 /** A store on the platform, and a product whose draft changes fields, slug, wall and courses. */
 async function platformScenario(
@@ -31,12 +39,12 @@ async function platformScenario(
   const product = await seedProduct(storeId, {
     status: "draft",
     name: "Live name",
-    custom_fields: fields("live-field"),
+    custom_fields: customFields("live-field"),
     courses: [keep, remove],
     draft: {
       draft_version: 5,
       product: { name: "Draft name", slug: "kurs-nowy" },
-      custom_fields: fields("nip", "phone"),
+      custom_fields: customFields("nip", "phone"),
       variants: [draftVariant],
       cross_sells: [
         {
@@ -68,20 +76,20 @@ describe("POST /products/{id}/publish", () => {
       has_draft: false,
       name: "Draft name",
       slug: "kurs-nowy",
-      custom_fields: fields("nip", "phone"),
+      custom_fields: customFields("nip", "phone"),
     });
     expect((body.variants as { id: string; status: string }[]).map((v) => [v.id, v.status])).toEqual([
       [s.draftVariant.id, "draft"],
     ]);
     expect((await api(`/products/${s.product.id}/draft`, { token: s.token })).status).toBe(404);
-    const live = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
+    const live = await readProduct(s.product.id, s.token);
     expect(live).toEqual(body);
     const crossSells = await expectJson<{ items: { title: string }[] }>(
       await api(`/products/${s.product.id}/cross-sells`, { token: s.token }),
       200,
     );
     expect(crossSells.items.map((item) => item.title)).toEqual(["Bonus"]);
-    expect(await stored(s.product.id)).toMatchObject({
+    expect(await storedProduct(s.product.id)).toMatchObject({
       courses: [s.keep, s.add].sort(),
       redirect_course_id: s.add,
       wall_id: s.wall,
@@ -118,11 +126,11 @@ describe("POST /products/{id}/publish", () => {
       const response = await publish(product.id, token);
       expect(await expectJson(response, 422)).toEqual({ message: publishMessages.noActivePlan });
     }
-    expect(await expectJson(await api(`/products/${draftProduct.id}`, { token }), 200)).toMatchObject({
+    expect(await readProduct(draftProduct.id, token)).toMatchObject({
       status: "draft",
       has_draft: true,
     });
-    expect(await expectJson(await api(`/products/${publishedProduct.id}`, { token }), 200)).toMatchObject({
+    expect(await readProduct(publishedProduct.id, token)).toMatchObject({
       status: "published",
       has_draft: true,
     });
@@ -135,7 +143,7 @@ describe("POST /products/{id}/publish", () => {
       message: "The given data was invalid.",
       errors: { wall_id: [publishMessages.wallGone] },
     });
-    expect((await stored(s.product.id)).draft_version).toBe(5);
+    expect((await storedProduct(s.product.id)).draft_version).toBe(5);
   });
 
   it("publish rule 3 (docs/api.md, Publish): a deleted footer project answers 422 errors.footer_id", async () => {
@@ -162,13 +170,19 @@ describe("POST /products/{id}/publish", () => {
       ],
     });
     expect((await publish(s.product.id, s.token)).status).toBe(200);
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), redirect_course_id: null });
+    expect(await storedProduct(s.product.id)).toMatchObject({
+      courses: [s.keep, s.add].sort(),
+      redirect_course_id: null,
+    });
   });
 
   it("publish rule 5 (docs/api.md, Publish): a draft without player changes no courses and asks the platform for no course operation", async () => {
     const s = await platformScenario({ player: undefined });
     expect((await publish(s.product.id, s.token)).status).toBe(200);
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.remove].sort(), redirect_course_id: null });
+    expect(await storedProduct(s.product.id)).toMatchObject({
+      courses: [s.keep, s.remove].sort(),
+      redirect_course_id: null,
+    });
     expect((await calls(s.storeId)).map((call) => call.op)).toEqual(["check_account", "check_project"]);
   });
 
@@ -183,7 +197,7 @@ describe("POST /products/{id}/publish", () => {
     const s = await platformScenario({}, { platform: { connected: false, projects: [], courses: [] } });
     const response = await publish(s.product.id, s.token);
     expect(await expectJson(response, 422)).toEqual({ message: publishMessages.accountNotConnected });
-    expect((await stored(s.product.id)).draft_version).toBe(5);
+    expect((await storedProduct(s.product.id)).draft_version).toBe(5);
   });
 
   it("publish rule 8 (docs/api.md, Publish): a slug taken meanwhile is stored as the first free <slug>-N and returned", async () => {
@@ -209,7 +223,7 @@ describe("POST /products/{id}/publish", () => {
       });
       const response = await publish(product.id, token);
       expect(await expectJson(response, 409)).toEqual({ message: publishMessages.staleOverlay });
-      expect((await expectJson(await api(`/products/${product.id}`, { token }), 200)).has_draft).toBe(true);
+      expect((await readProduct(product.id, token)).has_draft).toBe(true);
     });
   }
 
@@ -284,7 +298,7 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
       const failed = await publish(s.product.id, s.token);
       expect(await expectJson(failed, 502)).toEqual({ message: publishMessages.platformUnavailable });
       loggedUnavailable();
-      const afterFailure = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
+      const afterFailure = await readProduct(s.product.id, s.token);
       expect(afterFailure).toMatchObject({ status: "draft", has_draft: true, name: "Live name" });
 
       await setFaults(s.storeId, "up");
@@ -299,7 +313,7 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
       expect(operations.map((call) => `${call.op}:${call.course_id}`).sort()).toEqual(
         [`connect_course:${s.add}`, `connect_course:${extra}`, `disconnect_course:${s.remove}`].sort(),
       );
-      expect(await stored(s.product.id)).toMatchObject({
+      expect(await storedProduct(s.product.id)).toMatchObject({
         courses: [s.keep, s.add, extra].sort(),
         redirect_course_id: extra,
         wall_id: s.wall,
@@ -315,7 +329,7 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
     expect((await publish(s.product.id, s.token)).status).toBe(502);
     loggedUnavailable();
     // check_account, check_project, connect(add) succeeded; the disconnect failed.
-    expect((await stored(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
+    expect((await storedProduct(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
   });
 });
 
@@ -330,19 +344,19 @@ describe("publish concurrency", () => {
         body: { draft_version: 5 },
       }),
     ]);
-    const live = await expectJson(await api(`/products/${s.product.id}`, { token: s.token }), 200);
+    const live = await readProduct(s.product.id, s.token);
     if (published.status === 200) {
       // The publish saw version 5: live has both overlay fields, whatever the delete answered.
       expect([204, 404]).toContain(deleted.status);
       if (deleted.status === 204) {
-        expect(live.custom_fields).toEqual(fields("phone"));
+        expect(live.custom_fields).toEqual(customFields("phone"));
       } else {
-        expect(live.custom_fields).toEqual(fields("nip", "phone"));
+        expect(live.custom_fields).toEqual(customFields("nip", "phone"));
       }
     } else {
       expect(await expectJson(published, 409)).toEqual({ message: draftMessages.stale });
       expect(deleted.status).toBe(204);
-      expect(live).toMatchObject({ has_draft: true, custom_fields: fields("live-field") });
+      expect(live).toMatchObject({ has_draft: true, custom_fields: customFields("live-field") });
     }
   });
 
@@ -356,6 +370,6 @@ describe("publish concurrency", () => {
     expect(operations.map((call) => `${call.op}:${call.course_id}`).sort()).toEqual(
       [`connect_course:${s.add}`, `disconnect_course:${s.remove}`].sort(),
     );
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), draft_version: null });
+    expect(await storedProduct(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), draft_version: null });
   });
 });

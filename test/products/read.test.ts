@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DraftProduct, Product, Variant } from "../../src/products/resource";
 import { productInput, seed, seedProduct, seedStore, uuid, variantInput } from "../support/factories";
 import { api, expectJson, origin } from "../support/http";
+import { readDraft, readProduct } from "../support/products";
 
 describe("GET /products/{id}", () => {
   it("returns the Product resource with every field of the specification, null-valued ones as null", async () => {
@@ -38,7 +39,7 @@ describe("GET /products/{id}", () => {
       ],
       variants: [variantInput({ custom_fields: [] }), variantInput()],
     });
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(body.custom_fields).toEqual([
       { name: "phone", enabled: false, order: 0 },
       { name: "nip", enabled: true, order: 1, label: "NIP" },
@@ -73,7 +74,7 @@ describe("GET /products/{id}", () => {
   it("shows has_draft true while an overlay exists", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { draft: { draft_version: 3 } });
-    const body = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const body = await readProduct(product.id, token);
     expect(body.has_draft).toBe(true);
   });
 });
@@ -108,7 +109,7 @@ describe("GET /products/{id}/draft", () => {
     });
     expect((body.variants as { id: string }[]).map((variant) => variant.id)).toEqual([draftVariant.id]);
 
-    const live = await expectJson(await api(`/products/${product.id}`, { token }), 200);
+    const live = await readProduct(product.id, token);
     expect(live).toMatchObject({ name: "Live name", custom_fields: [{ name: "live-field", enabled: true, order: 0 }] });
   });
 
@@ -128,7 +129,7 @@ describe("draft overlay fields", () => {
       refund_days: 30,
       draft: { product: { description: "Only this changes" } },
     });
-    const body = await expectJson(await api(`/products/${product.id}/draft`, { token }), 200);
+    const body = await readDraft(product.id, token);
     expect(body).toMatchObject({
       description: "Only this changes",
       image_url: "https://cdn.example/cover.webp",
@@ -153,9 +154,9 @@ describe("file download links", () => {
         { name: "elsewhere.pdf", url: "https://cdn.example/elsewhere.pdf", download_url: "https://cdn.example/dl" },
       ],
     });
-    const body = await expectJson<{ file: { download_url: string }; files: { download_url: string }[] }>(
-      await api(`/products/${product.id}`, { token }),
-      200,
+    const body = await readProduct<{ file: { download_url: string }; files: { download_url: string }[] }>(
+      product.id,
+      token,
     );
     const link = new URL(body.file.download_url);
     expect(link.origin + link.pathname).toBe(locator);
@@ -190,10 +191,10 @@ describe("file download links", () => {
       files: [{ name: "own.pdf", url: ownLocator, download_url: "stale" }, otherStore, foreignHost],
       variants: [variantInput({ file: variantFile })],
     });
-    const body = await expectJson<{
+    const body = await readProduct<{
       files: { name: string; url: string; download_url: string }[];
       variants: { file: { download_url: string } }[];
-    }>(await api(`/products/${product.id}`, { token }), 200);
+    }>(product.id, token);
     const [own, theirs, foreign] = body.files;
     const signed = new URL(own?.download_url ?? "");
     expect(signed.origin + signed.pathname).toBe(ownLocator);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { seedStore, uuid } from "../support/factories";
 import { api, expectJson } from "../support/http";
-import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "./support";
+import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 /** Expects the 400 of an unparseable value, naming the field and the value as sent. */
 async function expectInvalid(token: string, field: string, value: string) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SubscriptionInput } from "../support/factories";
 import { seedStore, uuid } from "../support/factories";
 import { expectJson } from "../support/http";
-import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "./support";
+import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 /** The ids a list answers, sorted, after checking it is a 200. */
 async function matching(token: string, params: Record<string, string>) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Subscription } from "../../src/subscriptions/resource";
 import { seedStore, seedToken } from "../support/factories";
 import { api, expectJson } from "../support/http";
-import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptions } from "./support";
+import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 const ids = (body: SubscriptionList) => body.items.map((item) => item.id);
 

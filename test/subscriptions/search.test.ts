@@ -13,7 +13,7 @@ import {
   type SubscriptionList,
   seedSubscriptions,
   subscriptionInput,
-} from "./support";
+} from "../support/subscriptions";
 
 /*
  * The free-text `query` through the trigram index (three characters or more) and without it (fewer),

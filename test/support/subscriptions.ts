@@ -1,5 +1,5 @@
-import { type SubscriptionInput, seed, uuid } from "../support/factories";
-import { api } from "../support/http";
+import { type SubscriptionInput, seed, uuid } from "./factories";
+import { api } from "./http";
 
 /** A list response as the tests read it. */
 export type SubscriptionList = {
