@@ -134,7 +134,8 @@ describe("events made by publish", () => {
         return (statements: Parameters<typeof real.batch>[0]) => {
           if (statements.length <= 2) return target.batch(statements);
           failedBatchSize = statements.length;
-          return target.batch([...statements, target.select({ one: sql`1` }).from(sql`no_such_table`)] as never);
+          const broken = target.select({ one: sql`1` }).from(sql`no_such_table`);
+          return target.batch([...statements, broken] as typeof statements);
         };
       },
     });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it, vi } from "vitest";
+import type { AppEnv } from "../../src/env";
 import { ApiError, renderError } from "../../src/http/errors";
 import { seedStore, uuid } from "../support/factories";
 import { api, expectJson, origin } from "../support/http";
@@ -36,9 +37,9 @@ describe("addresses and shapes", () => {
   });
 
   it("never answers an unexpected error with a stack or {}: 500 Server error. and a log line naming the request id", async () => {
-    const app = new Hono();
+    const app = new Hono<AppEnv>();
     app.use(async (c, next) => {
-      c.set("requestId" as never, "req-123" as never);
+      c.set("requestId", "req-123");
       await next();
     });
     app.get("/boom", () => {
