@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "../support/events";
+import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
 import { expectJson } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
@@ -201,7 +201,7 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const id = ids[0] ?? "";
     const gone = fakeReceiver(() => new Response(null, { status: 410 }));
     await deliverEvent(deliveryDeps({ fetch: gone.fetch }), id);
-    expect((await storedEvent(id))?.status).toBe("failed");
+    expect((await readEvent(token, id)).status).toBe("failed");
 
     const { sent, queue: redeliveries } = recordingQueue();
     const response = await callApi(`/webhook-events/${id}/redeliver`, { method: "POST", token }, redeliveries);
@@ -215,7 +215,7 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     // One attempt: it fails again at once instead of starting the schedule over.
     const failing = fakeReceiver(() => new Response(null, { status: 500 }));
     await deliverEvent(deliveryDeps({ fetch: failing.fetch }), id);
-    expect(await storedEvent(id)).toMatchObject({ status: "failed", attempts: 2 });
+    expect(await readEvent(token, id)).toMatchObject({ status: "failed", attempts: 2 });
     const secret = (await expectJson<{ secret: string }>(await get("/webhooks/secret", token), 200)).secret;
     const [request] = failing.received;
     expect(request?.headers.get("webhook-id")).toBe(id);

@@ -13,8 +13,8 @@ import {
   eventsOf,
   fakeReceiver,
   hookUrl,
+  readEvent,
   recordingQueue,
-  storedEvent,
 } from "../support/events";
 import { customFields, seedProduct, seedStore, uuid } from "../support/factories";
 import { expectJson } from "../support/http";
@@ -41,14 +41,15 @@ describe("events made by publish", () => {
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
     const answer = await expectJson(response, 200);
-    const events = await eventsOf(product.id);
+    const events = await eventsOf(token, product.id);
     expect(events).toHaveLength(1);
     const [event] = events;
     expect(event?.id).toMatch(/^evt_[0-9a-f-]{36}$/);
-    expect(event).toMatchObject({ type: "product.published", url, status: "pending", storeId, attempts: 0 });
-    expect(JSON.parse(event?.body ?? "null")).toEqual({
+    // Listed to the store's token: the event is the store's.
+    expect(event).toMatchObject({ type: "product.published", url, status: "pending", attempts: 0 });
+    expect(event?.payload).toEqual({
       type: "product.published",
-      timestamp: event?.createdAt.toISOString(),
+      timestamp: event?.created_at,
       data: { store_id: storeId, product: answer },
     });
     expect(sent).toEqual([{ id: event?.id }]);
@@ -64,7 +65,7 @@ describe("events made by publish", () => {
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
     expect(response.status).toBe(200);
-    expect((await eventsOf(product.id)).map((event) => event.url)).toEqual([newUrl]);
+    expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([newUrl]);
   });
 
   it("no event when the webhook_url is null, empty, not a URL, or plain http: without WEBHOOK_ALLOW_HTTP=on", async () => {
@@ -73,7 +74,7 @@ describe("events made by publish", () => {
       const { sent, queue } = recordingQueue();
       const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
       expect(response.status, String(url)).toBe(200);
-      expect(await eventsOf(product.id), String(url)).toEqual([]);
+      expect(await eventsOf(token, product.id), String(url)).toEqual([]);
       expect(sent).toEqual([]);
     }
   });
@@ -86,7 +87,7 @@ describe("events made by publish", () => {
       WEBHOOK_ALLOW_HTTP: "on",
     });
     expect(response.status).toBe(200);
-    expect((await eventsOf(product.id)).map((event) => event.url)).toEqual([url]);
+    expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([url]);
   });
 
   it("a malformed WEBHOOK_ALLOW_HTTP answers 503 naming it on a publish to an http: URL, and nothing changes", async () => {
@@ -96,7 +97,7 @@ describe("events made by publish", () => {
       WEBHOOK_ALLOW_HTTP: "maybe",
     });
     expect((await expectJson<{ message: string }>(response, 503)).message).toContain("WEBHOOK_ALLOW_HTTP");
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect(await eventsOf(token, product.id)).toEqual([]);
     logs.expectLogged("error", {
       message: "configuration problem",
       problem: expect.stringContaining("WEBHOOK_ALLOW_HTTP"),
@@ -109,7 +110,7 @@ describe("events made by publish", () => {
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
     expect(response.status).toBe(422);
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect(await eventsOf(token, product.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
 
@@ -119,12 +120,12 @@ describe("events made by publish", () => {
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
     expect(response.status).toBe(200);
-    expect(await eventsOf(product.id)).toHaveLength(1);
+    expect(await eventsOf(token, product.id)).toHaveLength(1);
     expect(sent).toHaveLength(1);
   });
 
   it("when the publish's D1 batch fails, neither the change nor the event is written", async () => {
-    const { product } = await productWithDraft(hookUrl());
+    const { token, product } = await productWithDraft(hookUrl());
     const real = createDb(env.DB);
     let failedBatchSize = 0;
     // The batch that persists the overlay fails on a statement after the event's insert.
@@ -147,7 +148,7 @@ describe("events made by publish", () => {
       ),
     ).rejects.toThrow(/no such table/);
     expect(failedBatchSize).toBeGreaterThan(2);
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect(await eventsOf(token, product.id)).toEqual([]);
     const after = await real.query.drafts.findFirst({ where: (d, { eq }) => eq(d.productId, product.id) });
     expect(after?.draftVersion).toBe(1);
   });
@@ -168,12 +169,12 @@ describe("events made by custom-field deletes", () => {
       queue,
     );
     expect(response.status).toBe(204);
-    const [event, ...more] = await eventsOf(product.id);
+    const [event, ...more] = await eventsOf(token, product.id);
     expect(more).toEqual([]);
     expect(event).toMatchObject({ type: "product.custom_field.deleted", url, status: "pending" });
-    expect(JSON.parse(event?.body ?? "null")).toEqual({
+    expect(event?.payload).toEqual({
       type: "product.custom_field.deleted",
-      timestamp: event?.createdAt.toISOString(),
+      timestamp: event?.created_at,
       data: {
         store_id: storeId,
         product_id: product.id,
@@ -199,8 +200,8 @@ describe("events made by custom-field deletes", () => {
       queue,
     );
     expect(response.status).toBe(204);
-    const [event] = await eventsOf(product.id);
-    expect(JSON.parse(event?.body ?? "null").data).toMatchObject({
+    const [event] = await eventsOf(token, product.id);
+    expect(event?.payload?.data).toMatchObject({
       variant_id: variantId,
       list: "custom_fields",
       name: "nip",
@@ -222,8 +223,8 @@ describe("events made by custom-field deletes", () => {
     expect(
       (await callApi(`/products/${drafted.id}/custom-fields/nip`, { method: "DELETE", token }, queue)).status,
     ).toBe(409);
-    expect(await eventsOf(plain.id)).toEqual([]);
-    expect(await eventsOf(drafted.id)).toEqual([]);
+    expect(await eventsOf(token, plain.id)).toEqual([]);
+    expect(await eventsOf(token, drafted.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
 
@@ -244,7 +245,7 @@ describe("events made by custom-field deletes", () => {
       queue,
     );
     expect(response.status).toBe(204);
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect(await eventsOf(token, product.id)).toEqual([]);
   });
 
   it("a failed enqueue does not change the answer: the event stays pending and the sweep delivers it later", async () => {
@@ -253,9 +254,9 @@ describe("events made by custom-field deletes", () => {
     const { queue } = recordingQueue({ failing: true });
     const response = await callApi(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token }, queue);
     expect(response.status).toBe(204);
-    const [event] = await eventsOf(product.id);
+    const [event] = await eventsOf(token, product.id);
     const id = event?.id ?? "";
-    expect((await storedEvent(id))?.status).toBe("pending");
+    expect((await readEvent(token, id)).status).toBe("pending");
 
     const later = new Date(Date.now() + sweepGraceMs + 60_000);
     const swept = recordingQueue();
@@ -264,7 +265,7 @@ describe("events made by custom-field deletes", () => {
     const receiver = fakeReceiver(() => new Response(null, { status: 204 }));
     await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => later }), id);
     expect(receiver.received.map((request) => request.headers.get("webhook-id"))).toEqual([id]);
-    expect((await storedEvent(id))?.status).toBe("delivered");
+    expect((await readEvent(token, id)).status).toBe("delivered");
     logs.expectLogged("warn", { message: "webhook event: enqueue failed; the sweep will retry it", event_id: id });
   });
 });

@@ -6,7 +6,7 @@ import type { DeliveryDeps } from "../../src/events/delivery";
 import { type DeliveryMessage, insertEvent, newEvent } from "../../src/events/records";
 import { storeSecretRow } from "../../src/events/secrets";
 import { seedStore, uuid } from "./factories";
-import { api } from "./http";
+import { api, expectJson } from "./http";
 
 export const db = () => createDb(env.DB);
 
@@ -41,12 +41,44 @@ export function callApi(
   return api(path, { ...call, env: { WEBHOOK_QUEUE: queue, ...vars } });
 }
 
-/** The stored event row, or undefined. */
+/**
+ * The stored event row, or undefined: for tests of the delivery functions, which take the database and
+ * write the row. A test that went through the API reads the event through it ({@link readEvent}).
+ */
 export const storedEvent = (id: string) => db().query.webhookEvents.findFirst({ where: eq(webhookEvents.id, id) });
 
-/** Every stored event of a product. */
-export const eventsOf = (productId: string) =>
-  db().select().from(webhookEvents).where(eq(webhookEvents.productId, productId));
+/** An event as GET /webhook-events/{id} answers it. */
+export type EventDetail = {
+  id: string;
+  type: string;
+  product_id: string;
+  url: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  last_response_status: number | null;
+  created_at: string;
+  payload: { type: string; timestamp: string; data: Record<string, unknown> } | null;
+  attempt_log: Record<string, unknown>[];
+};
+
+/** Event `id` as GET /webhook-events/{id} answers it to `token`, expecting 200. */
+export async function readEvent(token: string, id: string): Promise<EventDetail> {
+  return expectJson<EventDetail>(await api(`/webhook-events/${id}`, { token }), 200);
+}
+
+/**
+ * The events of a product as the API shows them to `token` (the store's own events only): listed by
+ * GET /webhook-events?product=, newest first, each read in detail.
+ */
+export async function eventsOf(token: string, productId: string): Promise<EventDetail[]> {
+  const list = await expectJson<{ items: { id: string }[] }>(
+    await api(`/webhook-events?product=${productId}&per_page=100`, { token }),
+    200,
+  );
+  return Promise.all(list.items.map((item) => readEvent(token, item.id)));
+}
 
 export type Received = { url: string; headers: Headers; body: string; redirect: RequestInit["redirect"] };
 
