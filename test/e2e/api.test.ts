@@ -1,32 +1,29 @@
-import { readFile } from "node:fs/promises";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { describe, expect, inject, it } from "vitest";
+import { demoPublished, demoToken } from "../support/demo";
 import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const publishedProduct = demo.products.find((product: { status: string }) => product.status === "published");
 
 /** What the validator reads: an OpenAPI document as an object. */
 type ValidatorInput = Exclude<Parameters<typeof validate>[0], string>;
 
 const call = (path: string, init: RequestInit = {}) => fetch(`${baseUrl}/api/v1${path}`, init);
-const bearer = { Authorization: `Bearer ${token}` };
+const bearer = { Authorization: `Bearer ${demoToken}` };
 
 describe("the API over real HTTP (wrangler dev)", () => {
   it("serves a demo product to the demo token", async () => {
-    const response = await call(`/products/${publishedProduct.id}`, { headers: bearer });
+    const response = await call(`/products/${demoPublished.id}`, { headers: bearer });
     const body = await expectJson(response, 200);
-    expect(body).toMatchObject({ id: publishedProduct.id, name: publishedProduct.name, has_draft: false });
+    expect(body).toMatchObject({ id: demoPublished.id, name: demoPublished.name, has_draft: false });
     expect(response.headers.get("X-Request-Id")).toBeTruthy();
   });
 
   it("answers 401 without a token, 404 for unknown routes and 405 with Allow for a wrong method", async () => {
-    expect((await call(`/products/${publishedProduct.id}`)).status).toBe(401);
+    expect((await call(`/products/${demoPublished.id}`)).status).toBe(401);
     const unknown = await call("/no-such-route");
     expect(await expectJson(unknown, 404)).toEqual({ message: "Not found." });
-    const wrongMethod = await call(`/products/${publishedProduct.id}`, { method: "PUT", headers: bearer });
+    const wrongMethod = await call(`/products/${demoPublished.id}`, { method: "PUT", headers: bearer });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("Allow")).toContain("GET");
   });

@@ -1,21 +1,13 @@
-import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { demoDrafted, demoPublished, demoStoreId, demoToken } from "../support/demo";
 import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 
-type Demo = {
-  stores: { id: string }[];
-  tokens: { token: string }[];
-  products: { id: string; name: string; status: string; draft?: { product: { name: string } } }[];
-};
-const demo = JSON.parse(readFileSync(new URL("../../fixtures/demo.json", import.meta.url), "utf8")) as Demo;
-const demoToken = demo.tokens[0]?.token ?? "";
-const demoStore = demo.stores[0]?.id ?? "";
-const published = demo.products.find((product) => product.status === "published");
-const drafted = demo.products.find((product) => product.draft !== undefined);
+const published = demoPublished;
+const drafted = demoDrafted;
 
 /**
  * What a newcomer does on the reference page: open the operation from the sidebar's address, press its
@@ -104,10 +96,10 @@ describe.skipIf(!browserAvailable)(
         method: "get",
         path: "/products/{productId}/cross-sells",
         pathIds: { productId },
-        store: demoStore,
+        store: demoStoreId,
       });
       expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/cross-sells`);
-      expect(await response.request().headerValue("x-service-store")).toBe(demoStore);
+      expect(await response.request().headerValue("x-service-store")).toBe(demoStoreId);
       const body = await expectJson<{ items: { id: string; title: string | null }[] }>(response, 200);
       expect(body.items.length).toBeGreaterThan(0);
       await dialog

@@ -1,14 +1,13 @@
-import { readFile } from "node:fs/promises";
 import createClient, { type Middleware } from "openapi-fetch";
 import { assert, describe, expect, inject, it } from "vitest";
 import type { paths } from "../../openapi/schema";
+import { demoPublished, demoStoreId, demoToken } from "../support/demo";
 import { png } from "../support/media-bytes";
 
 const baseUrl = inject("baseUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const storeId: string = demo.stores[0].id;
-const productId: string = demo.products.find((product: { status: string }) => product.status === "published").id;
+const token = demoToken;
+const storeId = demoStoreId;
+const productId = demoPublished.id;
 
 /**
  * The bearer token on every call but the byte PUTs, which carry the upload's own X-Upload-Token: a client
