@@ -1,35 +1,31 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { demoPublished, demoToken } from "../support/demo";
 import { expectJson } from "../support/responses";
-
-const baseUrl = inject("baseUrl");
+import { serverApi } from "../support/server";
 
 /** What the validator reads: an OpenAPI document as an object. */
 type ValidatorInput = Exclude<Parameters<typeof validate>[0], string>;
 
-const call = (path: string, init: RequestInit = {}) => fetch(`${baseUrl}/api/v1${path}`, init);
-const bearer = { Authorization: `Bearer ${demoToken}` };
-
 describe("the API over real HTTP (wrangler dev)", () => {
   it("serves a demo product to the demo token", async () => {
-    const response = await call(`/products/${demoPublished.id}`, { headers: bearer });
+    const response = await serverApi(`/products/${demoPublished.id}`, { token: demoToken });
     const body = await expectJson(response, 200);
     expect(body).toMatchObject({ id: demoPublished.id, name: demoPublished.name, has_draft: false });
     expect(response.headers.get("X-Request-Id")).toBeTruthy();
   });
 
   it("answers 401 without a token, 404 for unknown routes and 405 with Allow for a wrong method", async () => {
-    expect((await call(`/products/${demoPublished.id}`)).status).toBe(401);
-    const unknown = await call("/no-such-route");
+    expect((await serverApi(`/products/${demoPublished.id}`)).status).toBe(401);
+    const unknown = await serverApi("/no-such-route");
     expect(await expectJson(unknown, 404)).toEqual({ message: "Not found." });
-    const wrongMethod = await call(`/products/${demoPublished.id}`, { method: "PUT", headers: bearer });
+    const wrongMethod = await serverApi(`/products/${demoPublished.id}`, { method: "PUT", token: demoToken });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("Allow")).toContain("GET");
   });
 
   it("publishes an OpenAPI 3.1 document that passes a real validator", async () => {
-    const response = await call("/openapi.json");
+    const response = await serverApi("/openapi.json");
     const document = await expectJson<ValidatorInput & { openapi: string; paths: Record<string, unknown> }>(
       response,
       200,
@@ -41,7 +37,7 @@ describe("the API over real HTTP (wrangler dev)", () => {
   });
 
   it("serves the API reference page", async () => {
-    const response = await call("/docs");
+    const response = await serverApi("/docs");
     expect(response.status).toBe(200);
     expect(response.headers.get("Content-Type")).toContain("text/html");
     expect(await response.text()).toContain("/api/v1/openapi.json");

@@ -1,17 +1,17 @@
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { demoStoreId, demoToken } from "../support/demo";
 import { png } from "../support/media-bytes";
 import { expectJson } from "../support/responses";
+import { serverApi } from "../support/server";
 
-const baseUrl = inject("baseUrl");
-const headers = { Authorization: `Bearer ${demoToken}`, "X-Service-Store": demoStoreId };
+const owner = { token: demoToken, store: demoStoreId };
 
 /** One client's cycle: prepare, PUT, complete, GET; answers the complete's status. */
 async function cycle(image: Uint8Array): Promise<number> {
-  const prepared = await fetch(`${baseUrl}/api/v1/media-uploads`, {
+  const prepared = await serverApi("/media-uploads", {
+    ...owner,
     method: "POST",
-    headers: { ...headers, "Content-Type": "application/json" },
-    body: JSON.stringify({ filename: "load.png", content_type: "image/png", size: image.length }),
+    body: { filename: "load.png", content_type: "image/png", size: image.length },
   });
   const reservation = await expectJson<{ id: string; upload_request: { url: string; headers: object } }>(prepared, 201);
   const put = await fetch(reservation.upload_request.url, {
@@ -20,13 +20,10 @@ async function cycle(image: Uint8Array): Promise<number> {
     body: image,
   });
   expect(put.status).toBe(204);
-  const completed = await fetch(`${baseUrl}/api/v1/media-uploads/${reservation.id}/complete`, {
-    method: "POST",
-    headers,
-  });
+  const completed = await serverApi(`/media-uploads/${reservation.id}/complete`, { ...owner, method: "POST" });
   const status = completed.status;
   await completed.arrayBuffer();
-  const read = await fetch(`${baseUrl}/api/v1/media-uploads/${reservation.id}`, { headers });
+  const read = await serverApi(`/media-uploads/${reservation.id}`, owner);
   expect(read.status).toBe(200);
   await read.arrayBuffer();
   return status;

@@ -2,6 +2,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
 import { expectJson } from "../support/responses";
+import { serverApi } from "../support/server";
 
 const baseUrl = inject("baseUrl");
 
@@ -19,7 +20,7 @@ describe.skipIf(!browserAvailable)("the API reference page offline (headless Chr
   });
 
   it("renders every operation of the document with every host but the service blocked", async () => {
-    const document = await expectJson<Document>(await fetch(`${baseUrl}/api/v1/openapi.json`), 200);
+    const document = await expectJson<Document>(await serverApi("/openapi.json"), 200);
     const summaries = Object.values(document.paths).flatMap((operations) =>
       Object.values(operations).map((operation) => operation.summary ?? ""),
     );

@@ -1,17 +1,17 @@
-import { afterAll, describe, expect, inject, it, onTestFinished } from "vitest";
+import { randomUUID } from "node:crypto";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { type Answer, type Delivery, startReceiver } from "../../scripts/webhook-receiver.mjs";
 import { poll } from "../support/poll";
 import { expectJson, expectStatus } from "../support/responses";
+import { serverApi } from "../support/server";
 
-const baseUrl = inject("baseUrl");
-const uuid = () => crypto.randomUUID();
+const uuid = () => randomUUID();
 const secret = `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64")}`;
 const storeId = uuid();
 const token = `e2e-webhooks-${uuid()}`;
 
 /** A call of the store's token to the API of `wrangler dev`. */
-const call = (path: string, init: { method?: string } = {}) =>
-  fetch(`${baseUrl}/api/v1${path}`, { method: init.method ?? "GET", headers: { Authorization: `Bearer ${token}` } });
+const call = (path: string, init: { method?: string } = {}) => serverApi(path, { method: init.method, token });
 
 const receivers: Array<{ close: () => Promise<void> }> = [];
 afterAll(async () => {
@@ -41,14 +41,13 @@ async function seedProducts(urls: string[]) {
       variants: [{ id: uuid(), name: "V", amount: 100, currency: "pln" }],
     };
   });
-  const response = await fetch(`${baseUrl}/api/v1/_dev/fixtures`, {
+  const response = await serverApi("/_dev/fixtures", {
     method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({
+    body: {
       stores: [{ id: storeId, name: "E2E webhooks", plan_active: true, webhook_secret: secret }],
       tokens: [{ token, store_ids: [storeId], abilities: ["*"] }],
       products,
-    }),
+    },
   });
   await expectStatus(response, 201);
   return products.map((product) => product.id);

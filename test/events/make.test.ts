@@ -24,7 +24,7 @@ import { captureServiceLogs } from "../support/logs";
 const logs = captureServiceLogs();
 
 /** A store and a published product with a draft overlay, both pointing their webhook_url at `url`. */
-async function productWithDraft(url: string | null) {
+async function hookedProductWithDraft(url: string | null) {
   const { storeId, token } = await seedStore();
   const product = await seedProduct(storeId, {
     webhook_url: url,
@@ -37,7 +37,7 @@ async function productWithDraft(url: string | null) {
 describe("events made by publish", () => {
   it("a publish that answers 200 writes one product.published event whose payload is the answer, and enqueues its id", async () => {
     const url = hookUrl();
-    const { storeId, token, product } = await productWithDraft(url);
+    const { storeId, token, product } = await hookedProductWithDraft(url);
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
     const answer = await expectJson(response, 200);
@@ -70,7 +70,7 @@ describe("events made by publish", () => {
 
   it("no event when the webhook_url is null, empty, not a URL, or plain http: without WEBHOOK_ALLOW_HTTP=on", async () => {
     for (const url of [null, "", "not a url", "ftp://hooks.example.test/x", "http://hooks.example.test/x"]) {
-      const { token, product } = await productWithDraft(url);
+      const { token, product } = await hookedProductWithDraft(url);
       const { sent, queue } = recordingQueue();
       const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
       expect(response.status, String(url)).toBe(200);
@@ -81,7 +81,7 @@ describe("events made by publish", () => {
 
   it("plain http: targets make events when WEBHOOK_ALLOW_HTTP=on", async () => {
     const url = "http://127.0.0.1:9/hook";
-    const { token, product } = await productWithDraft(url);
+    const { token, product } = await hookedProductWithDraft(url);
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "on",
@@ -91,7 +91,7 @@ describe("events made by publish", () => {
   });
 
   it("a malformed WEBHOOK_ALLOW_HTTP answers 503 naming it on a publish to an http: URL, and nothing changes", async () => {
-    const { token, product } = await productWithDraft("http://127.0.0.1:9/hook");
+    const { token, product } = await hookedProductWithDraft("http://127.0.0.1:9/hook");
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "maybe",
@@ -125,7 +125,7 @@ describe("events made by publish", () => {
   });
 
   it("when the publish's D1 batch fails, neither the change nor the event is written", async () => {
-    const { token, product } = await productWithDraft(hookUrl());
+    const { token, product } = await hookedProductWithDraft(hookUrl());
     const real = createDb(env.DB);
     let failedBatchSize = 0;
     // The batch that persists the overlay fails on a statement after the event's insert.
