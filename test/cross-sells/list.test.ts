@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CrossSell } from "../../src/products/cross-sells/resource";
 import { type CrossSellInput, seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 type List = { items: { id: string; title: string; active: boolean }[]; pagination: Record<string, number> };
 
@@ -150,7 +150,7 @@ describe("GET /products/{productId}/cross-sells", () => {
   it("store rules: a store the token may not act on is 403 no API access; another store's product is 404", async () => {
     const { token, product } = await productWith(1);
     const other = await productWith(1);
-    expect((await list(product.id, token)).status).toBe(200);
+    await expectStatus(await list(product.id, token), 200);
     const wrongStore = await api(`/products/${product.id}/cross-sells`, { token, store: other.storeId });
     expect(await expectJson(wrongStore, 403)).toEqual({ message: "No API access to the requested store." });
     const otherProduct = await list(other.product.id, token);
@@ -166,7 +166,7 @@ describe("GET /products/{productId}/cross-sells", () => {
   it("needs products:read", async () => {
     const { storeId, product } = await productWith(1);
     const token = await seedToken([storeId], ["subscriptions:read"]);
-    expect((await list(product.id, token)).status).toBe(403);
+    await expectStatus(await list(product.id, token), 403);
   });
 });
 

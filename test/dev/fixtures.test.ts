@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { productInput, seedStore, uuid } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 import { readProduct } from "../support/products";
 
 function storeDocument() {
@@ -42,14 +42,14 @@ describe("POST /api/v1/_dev/fixtures", () => {
     expect(await expectJson(response, 201)).toEqual({
       loaded: { stores: 1, tokens: 1, products: 1, cross_sells: 1, subscriptions: 1 },
     });
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
   });
 
   it("upserts by id, so loading the same document twice is harmless", async () => {
     const { document, token, product } = storeDocument();
-    expect((await api("/_dev/fixtures", { method: "POST", body: document })).status).toBe(201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: document }), 201);
     const renamed = { ...document, products: [{ ...product, name: "Renamed" }] };
-    expect((await api("/_dev/fixtures", { method: "POST", body: renamed })).status).toBe(201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: renamed }), 201);
     const body = await readProduct(product.id, token);
     expect(body.name).toBe("Renamed");
     expect(body.custom_fields).toEqual([{ name: "nip", enabled: true, order: 0 }]);
@@ -81,17 +81,17 @@ describe("POST /api/v1/_dev/fixtures", () => {
     const broken = { ...document, products: [product, productInput(uuid())] };
     const response = await api("/_dev/fixtures", { method: "POST", body: broken });
     expect((await expectJson<{ errors: object }>(response, 422)).errors).toHaveProperty(["products.1.store_id"]);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(401);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 401);
   });
 
   it("refuses a slug held by another product of the store, writing nothing", async () => {
     const { storeId, token } = await seedStore();
     const first = productInput(storeId);
-    expect((await api("/_dev/fixtures", { method: "POST", body: { products: [first] } })).status).toBe(201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: { products: [first] } }), 201);
     const clash = productInput(storeId, { slug: first.slug, name: "Clash" });
     const response = await api("/_dev/fixtures", { method: "POST", body: { products: [clash] } });
-    expect(response.status).toBe(422);
-    expect((await api(`/products/${clash.id}`, { token })).status).toBe(404);
+    await expectStatus(response, 422);
+    await expectStatus(await api(`/products/${clash.id}`, { token }), 404);
   });
 
   it("answers malformed JSON 400 Malformed JSON body.", async () => {
@@ -155,8 +155,8 @@ describe("DEV_FIXTURES=off", () => {
     const load = await app.request("/api/v1/_dev/fixtures", { method: "POST", body: "{}" }, off);
     expect(await expectJson(load, 404)).toEqual({ message: "Not found." });
     const read = await app.request(`/api/v1/_dev/products/${uuid()}`, {}, off);
-    expect(read.status).toBe(404);
+    await expectStatus(read, 404);
     const wrongMethod = await app.request("/api/v1/_dev/fixtures", { method: "GET" }, off);
-    expect(wrongMethod.status).toBe(404);
+    await expectStatus(wrongMethod, 404);
   });
 });

@@ -1,19 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 describe("GET /api/v1/_dev/ping", () => {
   it("answers 204 with no body, without a token", async () => {
     const response = await api("/_dev/ping");
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
     expect(response.headers.get("X-Request-Id")).toBeTruthy();
   });
 
   it("answers 405 to other methods", async () => {
     const response = await api("/_dev/ping", { method: "POST" });
-    expect(response.status).toBe(405);
+    await expectStatus(response, 405);
   });
 
   it("is an unknown route with DEV_FIXTURES=off", async () => {

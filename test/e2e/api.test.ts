@@ -1,7 +1,7 @@
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { demoPublished, demoToken } from "../support/demo";
-import { expectJson } from "../support/responses";
+import { expectJson, expectStatus } from "../support/responses";
 import { serverApi } from "../support/server";
 
 /** What the validator reads: an OpenAPI document as an object. */
@@ -16,11 +16,11 @@ describe("the API over real HTTP (wrangler dev)", () => {
   });
 
   it("answers 401 without a token, 404 for unknown routes and 405 with Allow for a wrong method", async () => {
-    expect((await serverApi(`/products/${demoPublished.id}`)).status).toBe(401);
+    await expectStatus(await serverApi(`/products/${demoPublished.id}`), 401);
     const unknown = await serverApi("/no-such-route");
     expect(await expectJson(unknown, 404)).toEqual({ message: "Not found." });
     const wrongMethod = await serverApi(`/products/${demoPublished.id}`, { method: "PUT", token: demoToken });
-    expect(wrongMethod.status).toBe(405);
+    await expectStatus(wrongMethod, 405);
     expect(wrongMethod.headers.get("Allow")).toContain("GET");
   });
 
@@ -38,7 +38,7 @@ describe("the API over real HTTP (wrangler dev)", () => {
 
   it("serves the API reference page", async () => {
     const response = await serverApi("/docs");
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     expect(response.headers.get("Content-Type")).toContain("text/html");
     expect(await response.text()).toContain("/api/v1/openapi.json");
   });

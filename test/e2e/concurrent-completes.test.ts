@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { demoStoreId, demoToken } from "../support/demo";
 import { png } from "../support/media-bytes";
-import { expectJson } from "../support/responses";
+import { expectJson, expectStatus } from "../support/responses";
 import { serverApi } from "../support/server";
 
 const owner = { token: demoToken, store: demoStoreId };
@@ -19,12 +19,12 @@ async function cycle(image: Uint8Array): Promise<number> {
     headers: reservation.upload_request.headers as Record<string, string>,
     body: image,
   });
-  expect(put.status).toBe(204);
+  await expectStatus(put, 204);
   const completed = await serverApi(`/media-uploads/${reservation.id}/complete`, { ...owner, method: "POST" });
   const status = completed.status;
   await completed.arrayBuffer();
   const read = await serverApi(`/media-uploads/${reservation.id}`, owner);
-  expect(read.status).toBe(200);
+  await expectStatus(read, 200);
   await read.arrayBuffer();
   return status;
 }

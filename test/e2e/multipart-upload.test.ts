@@ -2,12 +2,12 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page, Request } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { loadFixture } from "../../scripts/dev-server.mjs";
 import { browserAvailable, launchBrowser } from "../support/browser";
-import { expectJson } from "../support/responses";
+import { expectJson, expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
@@ -50,7 +50,7 @@ async function writeVideo(path: string, size: number): Promise<string> {
 /** SHA-256 of what `url` serves, read as a stream. */
 async function sha256Of(url: string): Promise<{ hash: string; bytes: number; type: string | null }> {
   const response = await fetch(url);
-  expect(response.status).toBe(200);
+  await expectStatus(response, 200);
   const hash = createHash("sha256");
   let bytes = 0;
   for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
@@ -96,7 +96,7 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
         "Access-Control-Request-Headers": "x-upload-token, content-type",
       },
     });
-    expect(preflight.status).toBe(204);
+    await expectStatus(preflight, 204);
     // The byte PUT's open policy must cover its parts too (src/http/cors.ts).
     expect(preflight.headers.get("Access-Control-Allow-Origin"), "part PUTs take the byte PUT's CORS policy").toBe("*");
     expect(preflight.headers.get("Access-Control-Allow-Headers")?.toLowerCase()).toContain("x-upload-token");
@@ -120,13 +120,6 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     const partOf = (url: string) => Number(/\/parts\/(\d+)$/.exec(new URL(url).pathname)?.[1] ?? Number.NaN);
     const resumeReads: { parts: { part_number: number; etag: string }[] }[] = [];
     let uploadId: string | undefined;
-    /** Part PUTs sent and not yet answered or failed. */
-    const inFlight = new Set<Request>();
-    const isPartPut = (request: Request) => request.method() === "PUT" && request.url().includes("/parts/");
-    page.on("request", (request) => {
-      if (isPartPut(request)) inFlight.add(request);
-    });
-    page.on("requestfinished", (request) => inFlight.delete(request));
     page.on("response", async (response) => {
       const request = response.request();
       const url = new URL(request.url());
@@ -144,8 +137,7 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
       }
     });
     page.on("requestfailed", (request) => {
-      inFlight.delete(request);
-      if (isPartPut(request)) {
+      if (request.method() === "PUT" && request.url().includes("/parts/")) {
         parts.push({ part: partOf(request.url()), at: phase, outcome: "failed" });
       }
     });
@@ -162,8 +154,10 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     phase = "during-cut";
     await context.setOffline(true);
     await expect.poll(() => page.locator("#status").textContent(), { timeout: 10_000 }).toContain("Connection lost");
-    // Every part in flight at the cut has ended (failed, or answered) before the parts stored are counted.
-    await expect.poll(() => inFlight.size, { timeout: 10_000, interval: 50 }).toBe(0);
+    // A fixed wait, kept on purpose: the parts cut mid-body are still being stored (or dropped) by the
+    // server, and the API shows no part in progress to poll for. Restoring the network before they settle
+    // makes the client re-send them into a 409 and the first resume read miss them.
+    await page.waitForTimeout(1500);
     const storedBeforeRestore = new Set(parts.filter((event) => event.outcome === 204).map((event) => event.part));
     phase = "after-cut";
     await context.setOffline(false);

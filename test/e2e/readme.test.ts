@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { demoPublished, demoStoreId, demoToken } from "../support/demo";
+import { expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const run = promisify(execFile);
@@ -111,7 +112,7 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     });
     // "file_url opens in a browser"
     const file = await fetch(hosted.file_url);
-    expect(file.status).toBe(200);
+    await expectStatus(file, 200);
     expect(file.headers.get("Content-Type")).toBe("image/webp");
   });
 });

@@ -6,7 +6,7 @@ import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
 import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { expectJson } from "../support/http";
+import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
@@ -84,7 +84,7 @@ describe("GET and rotate /webhooks/secret", () => {
     const token = await seedToken([storeId, other]);
     const response = await get("/webhooks/secret", token);
     expect(await expectJson(response, 400)).toEqual({ message: "The X-Service-Store header is required." });
-    expect((await get("/webhooks/secret", token, other)).status).toBe(200);
+    await expectStatus(await get("/webhooks/secret", token, other), 200);
   });
 });
 
@@ -228,6 +228,6 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const { token } = await seedStore();
     const id = `evt_${uuid()}`;
     const response = await callApi(`/webhook-events/${id}/redeliver`, { method: "POST", token }, queue);
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 });

@@ -17,7 +17,7 @@ import {
   recordingQueue,
 } from "../support/events";
 import { customFields, seedProduct, seedStore, uuid } from "../support/factories";
-import { expectJson } from "../support/http";
+import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
@@ -64,7 +64,7 @@ describe("events made by publish", () => {
     });
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([newUrl]);
   });
 
@@ -73,7 +73,7 @@ describe("events made by publish", () => {
       const { token, product } = await hookedProductWithDraft(url);
       const { sent, queue } = recordingQueue();
       const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-      expect(response.status, String(url)).toBe(200);
+      await expectStatus(response, 200, String(url));
       expect(await eventsOf(token, product.id), String(url)).toEqual([]);
       expect(sent).toEqual([]);
     }
@@ -86,7 +86,7 @@ describe("events made by publish", () => {
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "on",
     });
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([url]);
   });
 
@@ -109,7 +109,7 @@ describe("events made by publish", () => {
     const product = await seedProduct(storeId, { webhook_url: hookUrl() });
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(422);
+    await expectStatus(response, 422);
     expect(await eventsOf(token, product.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
@@ -119,7 +119,7 @@ describe("events made by publish", () => {
     const product = await seedProduct(storeId, { status: "draft", webhook_url: hookUrl() });
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     expect(await eventsOf(token, product.id)).toHaveLength(1);
     expect(sent).toHaveLength(1);
   });
@@ -168,7 +168,7 @@ describe("events made by custom-field deletes", () => {
       { method: "DELETE", token },
       queue,
     );
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     const [event, ...more] = await eventsOf(token, product.id);
     expect(more).toEqual([]);
     expect(event).toMatchObject({ type: "product.custom_field.deleted", url, status: "pending" });
@@ -199,7 +199,7 @@ describe("events made by custom-field deletes", () => {
       { method: "DELETE", token },
       queue,
     );
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     const [event] = await eventsOf(token, product.id);
     expect(event?.payload?.data).toMatchObject({
       variant_id: variantId,
@@ -217,12 +217,14 @@ describe("events made by custom-field deletes", () => {
       draft: { draft_version: 1, product: { name: "D", slug: `d-${uuid().slice(0, 8)}` } },
     });
     const { sent, queue } = recordingQueue();
-    expect(
-      (await callApi(`/products/${plain.id}/custom-fields/missing`, { method: "DELETE", token }, queue)).status,
-    ).toBe(404);
-    expect(
-      (await callApi(`/products/${drafted.id}/custom-fields/nip`, { method: "DELETE", token }, queue)).status,
-    ).toBe(409);
+    await expectStatus(
+      await callApi(`/products/${plain.id}/custom-fields/missing`, { method: "DELETE", token }, queue),
+      404,
+    );
+    await expectStatus(
+      await callApi(`/products/${drafted.id}/custom-fields/nip`, { method: "DELETE", token }, queue),
+      409,
+    );
     expect(await eventsOf(token, plain.id)).toEqual([]);
     expect(await eventsOf(token, drafted.id)).toEqual([]);
     expect(sent).toEqual([]);
@@ -244,7 +246,7 @@ describe("events made by custom-field deletes", () => {
       { method: "DELETE", token, body: { draft_version: 1 } },
       queue,
     );
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await eventsOf(token, product.id)).toEqual([]);
   });
 
@@ -253,7 +255,7 @@ describe("events made by custom-field deletes", () => {
     const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: customFields("nip") });
     const { queue } = recordingQueue({ failing: true });
     const response = await callApi(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token }, queue);
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     const [event] = await eventsOf(token, product.id);
     const id = event?.id ?? "";
     expect((await readEvent(token, id)).status).toBe("pending");

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { resolveStore } from "../../src/http/auth";
 import { ApiError } from "../../src/http/errors";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 describe("authentication: 401 Unauthenticated.", () => {
   const cases: [string, Record<string, string>][] = [
@@ -24,12 +24,12 @@ describe("authentication: 401 Unauthenticated.", () => {
   it("accepts the scheme name in any case", async () => {
     const { token } = await seedStore();
     const response = await api(`/products/${uuid()}`, { headers: { Authorization: `bearer ${token}` } });
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 
   it("reports 401 before a malformed path id (order: 401 before 400)", async () => {
     const response = await api("/products/not-a-uuid");
-    expect(response.status).toBe(401);
+    await expectStatus(response, 401);
   });
 });
 
@@ -66,16 +66,16 @@ describe("stores: X-Service-Store", () => {
     const second = await seedStore();
     const token = await seedToken([first.storeId, second.storeId]);
     const product = await seedProduct(second.storeId);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
     const scoped = await api(`/products/${product.id}`, { token, store: first.storeId });
-    expect(scoped.status).toBe(404);
+    await expectStatus(scoped, 404);
   });
 
   it("accepts the store header in upper case", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const response = await api(`/products/${product.id}`, { token, store: storeId.toUpperCase() });
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
   });
 
   it("resolves the store by the rules of docs/api.md (Authentication, stores, abilities)", () => {
@@ -105,7 +105,7 @@ describe("abilities", () => {
     const { storeId } = await seedStore();
     const token = await seedToken([storeId], ["products:read"]);
     const product = await seedProduct(storeId);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
   });
 
   it("checks the store before the ability", async () => {

@@ -13,7 +13,7 @@ import { FixedWindowCounter, type LeaseGrant } from "../../src/limits/fixed-wind
 import type { RateLimiter } from "../../src/limits/rate-limiter";
 import { isolateClock } from "../support/clock";
 import { seedProduct, seedStore, uuid } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 /** The real limiter objects, with every lease call counted. */
 function countingClient() {
@@ -241,7 +241,7 @@ describe("leased general limit through the guard", () => {
     const vars = { API_LIMIT_PER_MINUTE: "45" };
     for (let n = 1; n <= 45; n++) {
       const response = await call(`/products/${product.id}`, token, vars);
-      expect(response.status, `call ${n}`).toBe(200);
+      await expectStatus(response, 200, `call ${n}`);
       await response.arrayBuffer();
       const [, remaining, reset] =
         /^limit=45, remaining=(\d+), reset=(\d+)$/.exec(response.headers.get("RateLimit") ?? "") ?? [];
@@ -264,7 +264,7 @@ describe("leased general limit through the guard", () => {
     const product = await seedProduct(storeId);
     const before = { ...generalBudgets.calls };
     const cold = await call(`/products/${product.id}`, token);
-    expect(cold.status).toBe(200);
+    await expectStatus(cold, 200);
     const afterCold = { ...generalBudgets.calls };
     const warmCalls = 599;
     for (let i = 0; i < warmCalls; i++) {

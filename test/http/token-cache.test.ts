@@ -7,7 +7,7 @@ import { sha256Hex, tokenCache } from "../../src/http/auth";
 import { TokenCache, UNKNOWN_TOKEN_CACHE_SECONDS, type VerifiedToken } from "../../src/http/token-cache";
 import { isolateClock, manualClock } from "../support/clock";
 import { seed, seedProduct, seedStore, uuid } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 /** A clock the test moves by hand, and a loader that counts its D1 reads. */
 function fixture(rows: Record<string, VerifiedToken> = {}) {
@@ -89,11 +89,11 @@ describe("token cache through the guard: revocation takes effect within TOKEN_CA
   it("still accepts a token deleted from D1 until the cache time passes, then answers 401", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     await createDb(env.DB)
       .delete(apiTokens)
       .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     clock.advance(1_100);
     const refused = await call(`/products/${product.id}`, token, vars);
     expect(await expectJson(refused, 401)).toEqual({ message: "Unauthenticated." });
@@ -102,12 +102,12 @@ describe("token cache through the guard: revocation takes effect within TOKEN_CA
   it("keeps a token's old abilities until the cache time passes, then applies the new ones (403)", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     await createDb(env.DB)
       .update(apiTokens)
       .set({ abilities: ["subscriptions:read"] })
       .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     clock.advance(1_100);
     const refused = await call(`/products/${product.id}`, token, vars);
     expect(await expectJson(refused, 403)).toEqual({ message: "This action is unauthorized." });
@@ -118,19 +118,19 @@ describe("token cache through the guard: revocation takes effect within TOKEN_CA
     const product = await seedProduct(storeId);
     const token = `test-token-${uuid()}`;
     const loadsBefore = tokenCache.loads;
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 401);
     await seed({ tokens: [{ token, store_ids: [storeId], abilities: ["*"] }] });
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 401);
     expect(tokenCache.loads - loadsBefore).toBe(1);
     clock.advance(1_100);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
   });
 
   it("reads D1 once for many warm calls of a token", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const loadsBefore = tokenCache.loads;
-    for (let i = 0; i < 5; i++) expect((await call(`/products/${product.id}`, token, {})).status).toBe(200);
+    for (let i = 0; i < 5; i++) await expectStatus(await call(`/products/${product.id}`, token, {}), 200);
     expect(tokenCache.loads - loadsBefore).toBe(1);
   });
 });

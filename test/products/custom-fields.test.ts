@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { customFieldMessages } from "../../src/products/custom-fields";
 import { draftMessages } from "../../src/products/drafts";
 import { customFields, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 import { readDraft, readProduct, storedProduct } from "../support/products";
 
 const names = (list: unknown) => (list as { name: string; order: number }[]).map((f) => `${f.order}:${f.name}`);
@@ -40,7 +40,7 @@ describe("live custom-field deletes", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
     const { token, product } = await liveProduct();
     const response = await del(`/products/${product.id}/custom-fields/phone`, token);
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
     const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
@@ -48,7 +48,7 @@ describe("live custom-field deletes", () => {
 
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a waitlist field and renumbers", async () => {
     const { token, product } = await liveProduct();
-    expect((await del(`/products/${product.id}/waitlist-custom-fields/email`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/waitlist-custom-fields/email`, token), 204);
     const body = await readProduct(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:city"]);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
@@ -56,15 +56,15 @@ describe("live custom-field deletes", () => {
 
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a variant field and renumbers", async () => {
     const { token, product, variantId } = await liveProduct();
-    expect((await del(`/product-variants/${variantId}/custom-fields/size`, token)).status).toBe(204);
+    await expectStatus(await del(`/product-variants/${variantId}/custom-fields/size`, token), 204);
     const body = await readProduct(product.id, token);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
   it("matches path ids case-insensitively: upper-case product and variant ids delete their fields", async () => {
     const { token, product, variantId } = await liveProduct();
-    expect((await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token)).status).toBe(204);
-    expect((await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token), 204);
+    await expectStatus(await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token), 204);
     const body = await readProduct<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
       product.id,
       token,
@@ -75,7 +75,7 @@ describe("live custom-field deletes", () => {
 
   it("delete custom field rule 2 (docs/api.md, Delete custom field): a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
     const { token, product } = await liveProduct();
-    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/nip`, token), 204);
     const again = await del(`/products/${product.id}/custom-fields/nip`, token);
     expect(await expectJson(again, 404)).toEqual({ message: "Custom field with name nip not found" });
   });
@@ -83,7 +83,7 @@ describe("live custom-field deletes", () => {
   it("delete custom field rule 3 (docs/api.md, Delete custom field): deleting the last variant field leaves an empty stored array, read as [] not null", async () => {
     const { token, product, variantId } = await liveProduct();
     await del(`/product-variants/${variantId}/custom-fields/size`, token);
-    expect((await del(`/product-variants/${variantId}/custom-fields/colour`, token)).status).toBe(204);
+    await expectStatus(await del(`/product-variants/${variantId}/custom-fields/colour`, token), 204);
     const body = await readProduct(product.id, token);
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
     const stored = await storedProduct(product.id);
@@ -99,7 +99,7 @@ describe("live custom-field deletes", () => {
 
   it("delete custom field rule 4 (docs/api.md, Delete custom field): the has-draft 409 comes before the unknown-field 404", async () => {
     const { token, product } = await productWithDraft();
-    expect((await del(`/products/${product.id}/custom-fields/never-existed`, token)).status).toBe(409);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/never-existed`, token), 409);
   });
 
   it("answers unknown, archived and other-store products 404 with the product message", async () => {
@@ -150,9 +150,9 @@ describe("live custom-field deletes", () => {
 
   it("decodes a percent-encoded name once", async () => {
     const { token, product } = await liveProduct({ custom_fields: customFields("a b", "c%41") });
-    expect((await del(`/products/${product.id}/custom-fields/a%20b`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/a%20b`, token), 204);
     const literal = await del(`/products/${product.id}/custom-fields/c%2541`, token);
-    expect(literal.status).toBe(204);
+    await expectStatus(literal, 204);
   });
 
   it("records the change of the fields section only when a field was deleted", async () => {
@@ -165,10 +165,10 @@ describe("live custom-field deletes", () => {
           .first<{ at: number }>()
       )?.at;
     expect(await fieldsChangedAt()).toBe(0);
-    expect((await del(`/products/${product.id}/custom-fields/unknown`, token)).status).toBe(404);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/unknown`, token), 404);
     expect(await fieldsChangedAt()).toBe(0);
     const before = Date.now();
-    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/nip`, token), 204);
     expect(await fieldsChangedAt()).toBeGreaterThanOrEqual(before);
   });
 
@@ -199,7 +199,7 @@ describe("draft custom-field deletes", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/draft/custom-fields/phone`, token, { draft_version: 2 });
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
     const draft = await api(`/products/${product.id}/draft`, { token });
     const body = await expectJson(draft, 200);
@@ -212,13 +212,14 @@ describe("draft custom-field deletes", () => {
 
   it("deletes waitlist and variant fields of the overlay, including an unpublished draft variant", async () => {
     const { token, product, variantId } = await productWithDraft();
-    expect(
-      (await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 })).status,
-    ).toBe(204);
-    expect(
-      (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }))
-        .status,
-    ).toBe(204);
+    await expectStatus(
+      await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 }),
+      204,
+    );
+    await expectStatus(
+      await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }),
+      204,
+    );
     const body = await readDraft(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:email"]);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
@@ -337,10 +338,10 @@ describe("DELETE /products/{id}/draft", () => {
   it("drops the overlay: 204, has_draft false, live writes possible again", async () => {
     const { token, product } = await productWithDraft();
     const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token, body: { ignored: true } });
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
     expect((await readProduct(product.id, token)).has_draft).toBe(false);
-    expect((await del(`/products/${product.id}/custom-fields/live-only`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/live-only`, token), 204);
   });
 
   it("answers 404 Product with ID <id> has no draft. when there is none", async () => {
@@ -353,12 +354,12 @@ describe("DELETE /products/{id}/draft", () => {
     const { token, product } = await productWithDraft();
     await api(`/products/${product.id}/draft`, { method: "DELETE", token });
     const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 
   it("needs products:write", async () => {
     const { storeId, product } = await productWithDraft();
     const reader = await seedToken([storeId], ["products:read"]);
-    expect((await api(`/products/${product.id}/draft`, { method: "DELETE", token: reader })).status).toBe(403);
+    await expectStatus(await api(`/products/${product.id}/draft`, { method: "DELETE", token: reader }), 403);
   });
 });

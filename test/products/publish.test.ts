@@ -11,7 +11,7 @@ import {
   uuid,
   variantInput,
 } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 import { readProduct, storedProduct } from "../support/products";
 
 type Call = { op: string; course_id?: string; project_id?: string; ok: boolean };
@@ -19,7 +19,7 @@ type Call = { op: string; course_id?: string; project_id?: string; ok: boolean }
 const publish = (id: string, token: string) => api(`/products/${id}/publish`, { method: "POST", token });
 const setFaults = async (storeId: string, mode: unknown) => {
   const response = await api("/_dev/platform/faults", { method: "POST", body: { store_id: storeId, mode } });
-  expect(response.status).toBe(204);
+  await expectStatus(response, 204);
 };
 const calls = async (storeId: string) =>
   (await expectJson<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`), 200)).items;
@@ -81,7 +81,7 @@ describe("POST /products/{id}/publish", () => {
     expect((body.variants as { id: string; status: string }[]).map((v) => [v.id, v.status])).toEqual([
       [s.draftVariant.id, "draft"],
     ]);
-    expect((await api(`/products/${s.product.id}/draft`, { token: s.token })).status).toBe(404);
+    await expectStatus(await api(`/products/${s.product.id}/draft`, { token: s.token }), 404);
     const live = await readProduct(s.product.id, s.token);
     expect(live).toEqual(body);
     const crossSells = await expectJson<{ items: { title: string }[] }>(
@@ -169,7 +169,7 @@ describe("POST /products/{id}/publish", () => {
         }),
       ],
     });
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
+    await expectStatus(await publish(s.product.id, s.token), 200);
     expect(await storedProduct(s.product.id)).toMatchObject({
       courses: [s.keep, s.add].sort(),
       redirect_course_id: null,
@@ -178,7 +178,7 @@ describe("POST /products/{id}/publish", () => {
 
   it("publish rule 5 (docs/api.md, Publish): a draft without player changes no courses and asks the platform for no course operation", async () => {
     const s = await platformScenario({ player: undefined });
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
+    await expectStatus(await publish(s.product.id, s.token), 200);
     expect(await storedProduct(s.product.id)).toMatchObject({
       courses: [s.keep, s.remove].sort(),
       redirect_course_id: null,
@@ -189,7 +189,7 @@ describe("POST /products/{id}/publish", () => {
   it("asks the platform nothing when the overlay has no wall, footer or player", async () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await setFaults(s.storeId, "down");
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
+    await expectStatus(await publish(s.product.id, s.token), 200);
     expect(await calls(s.storeId)).toEqual([]);
   });
 
@@ -326,7 +326,7 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
   it("keeps operations done before a failure on the live product", async () => {
     const s = await platformScenario();
     await setFaults(s.storeId, { fail_after: 3 });
-    expect((await publish(s.product.id, s.token)).status).toBe(502);
+    await expectStatus(await publish(s.product.id, s.token), 502);
     loggedUnavailable();
     // check_account, check_project, connect(add) succeeded; the disconnect failed.
     expect((await storedProduct(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
@@ -355,7 +355,7 @@ describe("publish concurrency", () => {
       }
     } else {
       expect(await expectJson(published, 409)).toEqual({ message: draftMessages.stale });
-      expect(deleted.status).toBe(204);
+      await expectStatus(deleted, 204);
       expect(live).toMatchObject({ has_draft: true, custom_fields: customFields("live-field") });
     }
   });

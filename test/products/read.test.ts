@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DraftProduct, Product, Variant } from "../../src/products/resource";
 import { productInput, seed, seedProduct, seedStore, uuid, variantInput } from "../support/factories";
-import { api, expectJson, origin } from "../support/http";
+import { api, expectJson, expectStatus, origin } from "../support/http";
 import { readDraft, readProduct } from "../support/products";
 
 describe("GET /products/{id}", () => {
@@ -164,7 +164,7 @@ describe("file download links", () => {
     expect(link.searchParams.get("signature")).toMatch(/^[0-9a-f]{64}$/);
     expect(body.files[0]?.download_url).toBe("https://cdn.example/dl");
     const download = await exports.default.fetch(body.file.download_url);
-    expect(download.status).toBe(200);
+    await expectStatus(download, 200);
     expect(await download.text()).toBe("PDF bytes");
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Subscription } from "../../src/subscriptions/resource";
 import { seedStore, seedToken } from "../support/factories";
-import { api, expectJson } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 const ids = (body: SubscriptionList) => body.items.map((item) => item.id);
@@ -337,7 +337,7 @@ describe("GET /subscriptions: store and token", () => {
     const refused = await listSubscriptions(reader);
     expect(await expectJson(refused, 403)).toEqual({ message: "This action is unauthorized." });
     const allowed = await seedToken([storeId], ["subscriptions:read"]);
-    expect((await listSubscriptions(allowed)).status).toBe(200);
+    await expectStatus(await listSubscriptions(allowed), 200);
   });
 
   it("checks the token (401) and the store header (400) before the query (400)", async () => {
@@ -354,7 +354,7 @@ describe("GET /subscriptions: store and token", () => {
   it("answers another method on the path 405 with Allow: GET", async () => {
     const { token } = await seedStore();
     const response = await api("/subscriptions", { method: "POST", token, body: {} });
-    expect(response.status).toBe(405);
+    await expectStatus(response, 405);
     expect(response.headers.get("Allow")).toContain("GET");
   });
 });
