@@ -1,15 +1,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { createApp } from "../src/app";
 import { readConfig } from "../src/config";
 import { migrateCommand } from "../src/http/errors";
 import { seedProduct, seedStore, uuid } from "./support/factories";
-import { origin } from "./support/http";
-
-/** Calls the app with some bindings replaced, as a misconfigured deployment or plain `wrangler dev` would run it. */
-function callWith(overrides: Partial<Record<keyof Env, unknown>>, path: string, init: RequestInit = {}) {
-  return createApp().request(`${origin}${path}`, init, { ...env, ...overrides });
-}
+import { api, expectJson, expectStatus, fetchApp, origin } from "./support/http";
 
 describe("configuration (docs/api.md, Configuration states: never a bare 500 for a configuration state)", () => {
   // A configuration problem is logged once per isolate as an error line; captured, and checked where expected.
@@ -29,11 +23,11 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
   });
 
   it("an unmigrated database answers 503 naming the migration command, on the first bearer call", async () => {
-    const response = await callWith({ DB: env.UNMIGRATED_DB }, "/api/v1/subscriptions", {
-      headers: { Authorization: "Bearer some-token-of-a-developer" },
+    const response = await api("/subscriptions", {
+      token: "some-token-of-a-developer",
+      env: { DB: env.UNMIGRATED_DB },
     });
-    expect(response.status).toBe(503);
-    const body = (await response.json()) as { message: string };
+    const body = await expectJson<{ message: string }>(response, 503);
     expect(body.message).toContain(migrateCommand);
     logged("database not migrated");
   });
@@ -44,37 +38,28 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
     const product = await seedProduct(storeId, {
       file: { name: "faktura.pdf", url: locator, download_url: "stale" },
     });
-    const read = await callWith({ FILE_SIGNING_SECRET: undefined }, `/api/v1/products/${product.id}`, {
-      headers: { Authorization: `Bearer ${token}` },
-    });
-    expect(read.status).toBe(200);
-    const body = (await read.json()) as { file: { url: string; download_url: string | null } };
+    const read = await api(`/products/${product.id}`, { token, env: { FILE_SIGNING_SECRET: undefined } });
+    const body = await expectJson<{ file: { url: string; download_url: string | null } }>(read, 200);
     expect(body.file).toMatchObject({ url: locator, download_url: null });
-    const link = await callWith({ FILE_SIGNING_SECRET: "" }, new URL(locator).pathname);
-    expect(link.status).toBe(503);
-    expect(((await link.json()) as { message: string }).message).toContain("FILE_SIGNING_SECRET");
+    const link = await fetchApp(new URL(locator).pathname, {}, { FILE_SIGNING_SECRET: "" });
+    expect((await expectJson<{ message: string }>(link, 503)).message).toContain("FILE_SIGNING_SECRET");
     logged('"problem":"FILE_SIGNING_SECRET is not set"');
   });
 
   it("a malformed numeric variable makes only the routes that need it answer 503 naming it", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
-    const headers = {
-      Authorization: `Bearer ${token}`,
-      "X-Service-Store": storeId,
-      "Content-Type": "application/json",
-    };
-    const prepare = await callWith({ UPLOAD_TTL_SECONDS: "fifteen minutes" }, "/api/v1/media-uploads", {
+    const malformed = { UPLOAD_TTL_SECONDS: "fifteen minutes" };
+    const prepare = await api("/media-uploads", {
       method: "POST",
-      headers,
-      body: JSON.stringify({ filename: "a.png", content_type: "image/png", size: 10 }),
+      token,
+      store: storeId,
+      body: { filename: "a.png", content_type: "image/png", size: 10 },
+      env: malformed,
     });
-    expect(prepare.status).toBe(503);
-    expect(((await prepare.json()) as { message: string }).message).toContain("UPLOAD_TTL_SECONDS");
-    const read = await callWith({ UPLOAD_TTL_SECONDS: "fifteen minutes" }, `/api/v1/products/${product.id}`, {
-      headers,
-    });
-    expect(read.status).toBe(200);
+    expect((await expectJson<{ message: string }>(prepare, 503)).message).toContain("UPLOAD_TTL_SECONDS");
+    const read = await api(`/products/${product.id}`, { token, store: storeId, env: malformed });
+    await expectStatus(read, 200);
     logged('"problem":"UPLOAD_TTL_SECONDS must be');
   });
 
@@ -85,13 +70,13 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
       draft: { draft_version: 1, product: { name: "Draft name" }, wall_id: uuid() },
     });
     const unconfigured = { DEV_FIXTURES: "", PLATFORM_API_URL: "" };
-    const headers = { Authorization: `Bearer ${token}`, "X-Service-Store": storeId };
-    const response = await callWith(unconfigured, `/api/v1/products/${product.id}/publish`, {
+    const response = await api(`/products/${product.id}/publish`, {
       method: "POST",
-      headers,
+      token,
+      store: storeId,
+      env: unconfigured,
     });
-    expect(response.status).toBe(503);
-    expect(((await response.json()) as { message: string }).message).toContain("PLATFORM_API_URL");
-    expect((await callWith(unconfigured, `/api/v1/products/${product.id}/draft`, { headers })).status).toBe(200);
+    expect((await expectJson<{ message: string }>(response, 503)).message).toContain("PLATFORM_API_URL");
+    await expectStatus(await api(`/products/${product.id}/draft`, { token, store: storeId, env: unconfigured }), 200);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CrossSell } from "../../src/products/cross-sells/resource";
 import { type CrossSellInput, seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 type List = { items: { id: string; title: string; active: boolean }[]; pagination: Record<string, number> };
 
@@ -43,8 +43,7 @@ describe("GET /products/{productId}/cross-sells", () => {
     });
     const product = await seedProduct(storeId, { cross_sells: [item] });
     const response = await list(product.id, token);
-    expect(response.status).toBe(200);
-    const body = await json<List>(response);
+    const body = await expectJson<List>(response, 200);
     expect(body.items).toEqual([{ ...item, active: true }]);
     expect(Object.keys(body.items[0] ?? {}).sort()).toEqual(Object.keys(CrossSell.shape).sort());
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 1 });
@@ -53,15 +52,16 @@ describe("GET /products/{productId}/cross-sells", () => {
   it("matches the product id case-insensitively: an upper-case id lists the product's cross-sells", async () => {
     const { token, product, crossSells } = await productWith(2);
     const response = await list(product.id.toUpperCase(), token);
-    expect(response.status).toBe(200);
-    expect((await json<List>(response)).items.map((item) => item.id)).toEqual(crossSells.map((item) => item.id));
+    expect((await expectJson<List>(response, 200)).items.map((item) => item.id)).toEqual(
+      crossSells.map((item) => item.id),
+    );
   });
 
   it("list cross-sells rules 1 and 2 (docs/api.md, List cross-sells): includes inactive cross-sells, in display order", async () => {
     const { storeId, token } = await seedStore();
     const items = [crossSell(0), crossSell(1, { active: false }), crossSell(2)];
     const product = await seedProduct(storeId, { cross_sells: items });
-    const body = await json<List>(await list(product.id, token));
+    const body = await expectJson<List>(await list(product.id, token), 200);
     expect(body.items.map((i) => i.id)).toEqual(items.map((i) => i.id));
     expect(body.items.map((i) => i.active)).toEqual([true, false, true]);
   });
@@ -79,50 +79,50 @@ describe("GET /products/{productId}/cross-sells", () => {
       (item) => item !== undefined,
     );
     const product = await seedProduct(storeId, { cross_sells: mixed });
-    const firstPage = await json<List>(await list(product.id, token, "?per_page=2"));
+    const firstPage = await expectJson<List>(await list(product.id, token, "?per_page=2"), 200);
     expect(firstPage.items.map((i) => i.id)).toEqual([complete[0]?.id, complete[1]?.id]);
     expect(firstPage.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 2, total: 3 });
-    const secondPage = await json<List>(await list(product.id, token, "?page=2&per_page=2"));
+    const secondPage = await expectJson<List>(await list(product.id, token, "?page=2&per_page=2"), 200);
     expect(secondPage.items.map((i) => i.id)).toEqual([complete[2]?.id]);
   });
 
   it("with no cross-sells: empty items and total_pages 1", async () => {
     const { token, product } = await productWith(0);
-    const body = await json<List>(await list(product.id, token));
+    const body = await expectJson<List>(await list(product.id, token), 200);
     expect(body).toEqual({ items: [], pagination: { current_page: 1, total_pages: 1, per_page: 25, total: 0 } });
   });
 
   it("pages by 25 by default: exactly 25 is one page, 26 is two", async () => {
     const exact = await productWith(25);
-    const one = await json<List>(await list(exact.product.id, exact.token));
+    const one = await expectJson<List>(await list(exact.product.id, exact.token), 200);
     expect(one.items).toHaveLength(25);
     expect(one.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 25 });
 
     const over = await productWith(26);
-    const first = await json<List>(await list(over.product.id, over.token));
+    const first = await expectJson<List>(await list(over.product.id, over.token), 200);
     expect(first.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 25, total: 26 });
-    const second = await json<List>(await list(over.product.id, over.token, "?page=2"));
+    const second = await expectJson<List>(await list(over.product.id, over.token, "?page=2"), 200);
     expect(second.items.map((i) => i.id)).toEqual([over.crossSells[25]?.id]);
   });
 
   it("serves 101 items in two pages of per_page=100", async () => {
     const { token, product, crossSells } = await productWith(101);
-    const first = await json<List>(await list(product.id, token, "?per_page=100"));
+    const first = await expectJson<List>(await list(product.id, token, "?per_page=100"), 200);
     expect(first.items).toHaveLength(100);
     expect(first.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 100, total: 101 });
-    const second = await json<List>(await list(product.id, token, "?per_page=100&page=2"));
+    const second = await expectJson<List>(await list(product.id, token, "?per_page=100&page=2"), 200);
     expect(second.items.map((i) => i.id)).toEqual([crossSells[100]?.id]);
   });
 
   it("list cross-sells rule 4 (docs/api.md, List cross-sells): a page past the last returns empty items and the requested current_page", async () => {
     const { token, product } = await productWith(3);
-    const body = await json<List>(await list(product.id, token, "?page=101"));
+    const body = await expectJson<List>(await list(product.id, token, "?page=101"), 200);
     expect(body).toEqual({ items: [], pagination: { current_page: 101, total_pages: 1, per_page: 25, total: 3 } });
   });
 
   it("treats empty page and per_page as absent", async () => {
     const { token, product } = await productWith(2);
-    const body = await json<List>(await list(product.id, token, "?page=&per_page="));
+    const body = await expectJson<List>(await list(product.id, token, "?page=&per_page="), 200);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 2 });
   });
 
@@ -141,8 +141,7 @@ describe("GET /products/{productId}/cross-sells", () => {
     ];
     for (const [query, field] of cases) {
       const response = await list(product.id, token, query);
-      expect(response.status, query).toBe(422);
-      const body = await json<{ message: string; errors: Record<string, string[]> }>(response);
+      const body = await expectJson<{ message: string; errors: Record<string, string[]> }>(response, 422, query);
       expect(body.message).toBe("The given data was invalid.");
       expect(Object.keys(body.errors), query).toEqual([field]);
     }
@@ -151,26 +150,23 @@ describe("GET /products/{productId}/cross-sells", () => {
   it("store rules: a store the token may not act on is 403 no API access; another store's product is 404", async () => {
     const { token, product } = await productWith(1);
     const other = await productWith(1);
-    expect((await list(product.id, token)).status).toBe(200);
+    await expectStatus(await list(product.id, token), 200);
     const wrongStore = await api(`/products/${product.id}/cross-sells`, { token, store: other.storeId });
-    expect(wrongStore.status).toBe(403);
-    expect(await json(wrongStore)).toEqual({ message: "No API access to the requested store." });
+    expect(await expectJson(wrongStore, 403)).toEqual({ message: "No API access to the requested store." });
     const otherProduct = await list(other.product.id, token);
-    expect(otherProduct.status).toBe(404);
-    expect(await json(otherProduct)).toEqual({ message: `Product with ID ${other.product.id} not found` });
+    expect(await expectJson(otherProduct, 404)).toEqual({ message: `Product with ID ${other.product.id} not found` });
   });
 
   it("answers a malformed product id 400 before query validation", async () => {
     const { token } = await productWith(0);
     const response = await api("/products/nope/cross-sells?page=abc", { token });
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "Invalid product ID." });
+    expect(await expectJson(response, 400)).toEqual({ message: "Invalid product ID." });
   });
 
   it("needs products:read", async () => {
     const { storeId, product } = await productWith(1);
     const token = await seedToken([storeId], ["subscriptions:read"]);
-    expect((await list(product.id, token)).status).toBe(403);
+    await expectStatus(await list(product.id, token), 403);
   });
 });
 
@@ -182,18 +178,17 @@ describe("GET /products/{productId}/draft/cross-sells", () => {
       cross_sells: [crossSell(9)],
       draft: { cross_sells: draftItems },
     });
-    const body = await json<List>(await list(product.id, token, "", true));
+    const body = await expectJson<List>(await list(product.id, token, "", true), 200);
     expect(body.items.map((i) => i.id)).toEqual([draftItems[0]?.id, draftItems[2]?.id]);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 2 });
     expect(CrossSell.array().safeParse(body.items).success).toBe(true);
-    const past = await json<List>(await list(product.id, token, "?page=3&per_page=1", true));
+    const past = await expectJson<List>(await list(product.id, token, "?page=3&per_page=1", true), 200);
     expect(past).toEqual({ items: [], pagination: { current_page: 3, total_pages: 2, per_page: 1, total: 2 } });
   });
 
   it("answers a product without a draft 404 has no draft", async () => {
     const { token, product } = await productWith(1);
     const response = await list(product.id, token, "", true);
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
   });
 });

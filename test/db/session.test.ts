@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bookmarkHeader, sessionConstraint } from "../../src/db/session";
 import { seedProduct, seedStore } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 describe("D1 sessions (read replicas, read-your-writes)", () => {
   it("reads go to any replica unless the client sends a bookmark; writes go to the primary", () => {
@@ -18,7 +18,7 @@ describe("D1 sessions (read replicas, read-your-writes)", () => {
     const { token } = await seedStore();
     const product = await seedProduct((await seedStore()).storeId);
     const response = await api(`/products/${product.id}`, { token, headers: { [bookmarkHeader]: "not a bookmark" } });
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 
   it("a write answers a bookmark, and a read sent with it sees the write (read your own writes)", async () => {
@@ -30,14 +30,13 @@ describe("D1 sessions (read replicas, read-your-writes)", () => {
       ],
     });
     const deleted = await api(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token });
-    expect(deleted.status).toBe(204);
+    await expectStatus(deleted, 204);
     const bookmark = deleted.headers.get(bookmarkHeader);
     expect(bookmark).toBeTruthy();
     expect(sessionConstraint("GET", bookmark as string)).toBe(bookmark); // D1's own bookmarks pass the shape check
     const read = await api(`/products/${product.id}`, { token, headers: { [bookmarkHeader]: bookmark as string } });
-    expect(read.status).toBe(200);
+    const body = await expectJson<{ custom_fields: { name: string }[] }>(read, 200);
     expect(read.headers.get(bookmarkHeader)).toBeTruthy();
-    const body = await json<{ custom_fields: { name: string }[] }>(read);
     expect(body.custom_fields.map((field) => field.name)).toEqual(["phone"]);
   });
 });

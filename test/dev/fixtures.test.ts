@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app";
 import { productInput, seedStore, uuid } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
+import { readProduct } from "../support/products";
 
 function storeDocument() {
   const storeId = uuid();
@@ -38,19 +39,18 @@ describe("POST /api/v1/_dev/fixtures", () => {
   it("loads a document and answers 201 with the counts", async () => {
     const { document, token, product } = storeDocument();
     const response = await api("/_dev/fixtures", { method: "POST", body: document });
-    expect(response.status).toBe(201);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 201)).toEqual({
       loaded: { stores: 1, tokens: 1, products: 1, cross_sells: 1, subscriptions: 1 },
     });
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
   });
 
   it("upserts by id, so loading the same document twice is harmless", async () => {
     const { document, token, product } = storeDocument();
-    expect((await api("/_dev/fixtures", { method: "POST", body: document })).status).toBe(201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: document }), 201);
     const renamed = { ...document, products: [{ ...product, name: "Renamed" }] };
-    expect((await api("/_dev/fixtures", { method: "POST", body: renamed })).status).toBe(201);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: renamed }), 201);
+    const body = await readProduct(product.id, token);
     expect(body.name).toBe("Renamed");
     expect(body.custom_fields).toEqual([{ name: "nip", enabled: true, order: 0 }]);
   });
@@ -63,8 +63,7 @@ describe("POST /api/v1/_dev/fixtures", () => {
         tokens: [{ token: "short", store_ids: [], abilities: ["fly"] }],
       },
     });
-    expect(response.status).toBe(422);
-    const body = await json<{ message: string; errors: Record<string, string[]> }>(response);
+    const body = await expectJson<{ message: string; errors: Record<string, string[]> }>(response, 422);
     expect(body.message).toBe("The given data was invalid.");
     expect(Object.keys(body.errors)).toEqual(
       expect.arrayContaining([
@@ -81,19 +80,18 @@ describe("POST /api/v1/_dev/fixtures", () => {
     const { document, token, product } = storeDocument();
     const broken = { ...document, products: [product, productInput(uuid())] };
     const response = await api("/_dev/fixtures", { method: "POST", body: broken });
-    expect(response.status).toBe(422);
-    expect((await json<{ errors: object }>(response)).errors).toHaveProperty(["products.1.store_id"]);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(401);
+    expect((await expectJson<{ errors: object }>(response, 422)).errors).toHaveProperty(["products.1.store_id"]);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 401);
   });
 
   it("refuses a slug held by another product of the store, writing nothing", async () => {
     const { storeId, token } = await seedStore();
     const first = productInput(storeId);
-    expect((await api("/_dev/fixtures", { method: "POST", body: { products: [first] } })).status).toBe(201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: { products: [first] } }), 201);
     const clash = productInput(storeId, { slug: first.slug, name: "Clash" });
     const response = await api("/_dev/fixtures", { method: "POST", body: { products: [clash] } });
-    expect(response.status).toBe(422);
-    expect((await api(`/products/${clash.id}`, { token })).status).toBe(404);
+    await expectStatus(response, 422);
+    await expectStatus(await api(`/products/${clash.id}`, { token }), 404);
   });
 
   it("answers malformed JSON 400 Malformed JSON body.", async () => {
@@ -102,8 +100,7 @@ describe("POST /api/v1/_dev/fixtures", () => {
       rawBody: '{"stores": [',
       headers: { "Content-Type": "application/json" },
     });
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "Malformed JSON body." });
+    expect(await expectJson(response, 400)).toEqual({ message: "Malformed JSON body." });
   });
 
   it("answers a JSON body that is not an object 400 Malformed JSON body.", async () => {
@@ -113,8 +110,7 @@ describe("POST /api/v1/_dev/fixtures", () => {
         rawBody: raw,
         headers: { "Content-Type": "application/json" },
       });
-      expect(response.status, raw).toBe(400);
-      expect(await json(response)).toEqual({ message: "Malformed JSON body." });
+      expect(await expectJson(response, 400, raw)).toEqual({ message: "Malformed JSON body." });
     }
   });
 
@@ -124,8 +120,7 @@ describe("POST /api/v1/_dev/fixtures", () => {
       rawBody: "x".repeat(33 * 1024 * 1024),
       headers: { "Content-Type": "application/json" },
     });
-    expect(response.status).toBe(413);
-    expect(await json(response)).toEqual({ message: "Request body too large." });
+    expect(await expectJson(response, 413)).toEqual({ message: "Request body too large." });
   });
 });
 
@@ -134,8 +129,7 @@ describe("GET /api/v1/_dev/products/{id}", () => {
     const { document, product } = storeDocument();
     await api("/_dev/fixtures", { method: "POST", body: document });
     const response = await api(`/_dev/products/${product.id}`);
-    expect(response.status).toBe(200);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 200)).toEqual({
       courses: product.courses,
       redirect_course_id: null,
       wall_id: null,
@@ -150,8 +144,7 @@ describe("GET /api/v1/_dev/products/{id}", () => {
   it("answers an unknown product 404", async () => {
     const id = uuid();
     const response = await api(`/_dev/products/${id}`);
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
   });
 });
 
@@ -160,11 +153,10 @@ describe("DEV_FIXTURES=off", () => {
     const app = createApp();
     const off = { ...env, DEV_FIXTURES: "off" };
     const load = await app.request("/api/v1/_dev/fixtures", { method: "POST", body: "{}" }, off);
-    expect(load.status).toBe(404);
-    expect(await load.json()).toEqual({ message: "Not found." });
+    expect(await expectJson(load, 404)).toEqual({ message: "Not found." });
     const read = await app.request(`/api/v1/_dev/products/${uuid()}`, {}, off);
-    expect(read.status).toBe(404);
+    await expectStatus(read, 404);
     const wrongMethod = await app.request("/api/v1/_dev/fixtures", { method: "GET" }, off);
-    expect(wrongMethod.status).toBe(404);
+    await expectStatus(wrongMethod, 404);
   });
 });

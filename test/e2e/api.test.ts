@@ -1,41 +1,35 @@
-import { readFile } from "node:fs/promises";
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { demoPublished, demoToken } from "../support/demo";
+import { expectJson, expectStatus } from "../support/responses";
+import { serverApi } from "../support/server";
 
-const baseUrl = inject("baseUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const publishedProduct = demo.products.find((product: { status: string }) => product.status === "published");
-
-const call = (path: string, init: RequestInit = {}) => fetch(`${baseUrl}/api/v1${path}`, init);
-const bearer = { Authorization: `Bearer ${token}` };
+/** What the validator reads: an OpenAPI document as an object. */
+type ValidatorInput = Exclude<Parameters<typeof validate>[0], string>;
 
 describe("the API over real HTTP (wrangler dev)", () => {
   it("serves a demo product to the demo token", async () => {
-    const response = await call(`/products/${publishedProduct.id}`, { headers: bearer });
-    expect(response.status).toBe(200);
-    const body = await response.json();
-    expect(body).toMatchObject({ id: publishedProduct.id, name: publishedProduct.name, has_draft: false });
+    const response = await serverApi(`/products/${demoPublished.id}`, { token: demoToken });
+    const body = await expectJson(response, 200);
+    expect(body).toMatchObject({ id: demoPublished.id, name: demoPublished.name, has_draft: false });
     expect(response.headers.get("X-Request-Id")).toBeTruthy();
   });
 
   it("answers 401 without a token, 404 for unknown routes and 405 with Allow for a wrong method", async () => {
-    expect((await call(`/products/${publishedProduct.id}`)).status).toBe(401);
-    const unknown = await call("/no-such-route");
-    expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ message: "Not found." });
-    const wrongMethod = await call(`/products/${publishedProduct.id}`, { method: "PUT", headers: bearer });
-    expect(wrongMethod.status).toBe(405);
+    await expectStatus(await serverApi(`/products/${demoPublished.id}`), 401);
+    const unknown = await serverApi("/no-such-route");
+    expect(await expectJson(unknown, 404)).toEqual({ message: "Not found." });
+    const wrongMethod = await serverApi(`/products/${demoPublished.id}`, { method: "PUT", token: demoToken });
+    await expectStatus(wrongMethod, 405);
     expect(wrongMethod.headers.get("Allow")).toContain("GET");
   });
 
   it("publishes an OpenAPI 3.1 document that passes a real validator", async () => {
-    const response = await call("/openapi.json");
-    expect(response.status).toBe(200);
-    const document = (await response.json()) as Exclude<Parameters<typeof validate>[0], string> & {
-      openapi: string;
-      paths: Record<string, unknown>;
-    };
+    const response = await serverApi("/openapi.json");
+    const document = await expectJson<ValidatorInput & { openapi: string; paths: Record<string, unknown> }>(
+      response,
+      200,
+    );
     expect(document.openapi).toBe("3.1.0");
     expect(Object.keys(document.paths)).toContain("/products/{id}");
     const result = await validate(document);
@@ -43,8 +37,8 @@ describe("the API over real HTTP (wrangler dev)", () => {
   });
 
   it("serves the API reference page", async () => {
-    const response = await call("/docs");
-    expect(response.status).toBe(200);
+    const response = await serverApi("/docs");
+    await expectStatus(response, 200);
     expect(response.headers.get("Content-Type")).toContain("text/html");
     expect(await response.text()).toContain("/api/v1/openapi.json");
   });

@@ -1,12 +1,11 @@
-import { readFile } from "node:fs/promises";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { demoStoreId, demoToken } from "../support/demo";
 import { png } from "../support/media-bytes";
 
 const baseUrl = inject("baseUrl");
 const pageUrl = inject("uploadPageUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
 
 describe.skipIf(!browserAvailable)("uploading from the development page in a browser (headless Chromium)", () => {
   let browser: Browser;
@@ -34,8 +33,8 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
     });
     const query = new URLSearchParams({
       api: `${baseUrl}/api/v1`,
-      token: demo.tokens[0].token,
-      store: demo.stores[0].id,
+      token: demoToken,
+      store: demoStoreId,
     });
     await page.goto(`${pageUrl}/?${query}`);
 
@@ -46,7 +45,7 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
     const image = page.locator("#hosted-image");
     await image.waitFor({ state: "visible", timeout: 20_000 });
     const src = await image.getAttribute("src");
-    expect(src).toMatch(new RegExp(`^${baseUrl}/media/${demo.stores[0].id}/[0-9a-f-]{36}\\.webp$`));
+    expect(src).toMatch(new RegExp(`^${baseUrl}/media/${demoStoreId}/[0-9a-f-]{36}\\.webp$`));
     // Evaluated in the page; written as strings because this file is typed for Node, not the DOM.
     await page.waitForFunction(
       'document.getElementById("hosted-image")?.complete && document.getElementById("hosted-image").naturalWidth > 0',
@@ -70,7 +69,7 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
     page.on("response", (response) => {
       if (response.url().includes("/vendor/")) scripts.push({ url: response.url(), status: response.status() });
     });
-    const query = new URLSearchParams({ token: demo.tokens[0].token, store: demo.stores[0].id });
+    const query = new URLSearchParams({ token: demoToken, store: demoStoreId });
     await page.goto(`${baseUrl}/api/v1/_dev/upload?${query}`);
     const photo = Buffer.from(await png(320, 200));
     await page.setInputFiles("#file", { name: "logo.png", mimeType: "image/png", buffer: photo });

@@ -1,6 +1,8 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { expectJson, expectStatus } from "../support/responses";
+import { serverApi } from "../support/server";
 
 const baseUrl = inject("baseUrl");
 
@@ -18,7 +20,7 @@ describe.skipIf(!browserAvailable)("the API reference page offline (headless Chr
   });
 
   it("renders every operation of the document with every host but the service blocked", async () => {
-    const document = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Document;
+    const document = await expectJson<Document>(await serverApi("/openapi.json"), 200);
     const summaries = Object.values(document.paths).flatMap((operations) =>
       Object.values(operations).map((operation) => operation.summary ?? ""),
     );
@@ -60,7 +62,7 @@ describe.skipIf(!browserAvailable)("the API reference page offline (headless Chr
 
   it("serves the reference script itself, from the pinned package, as JavaScript", async () => {
     const response = await fetch(`${baseUrl}/vendor/scalar/standalone.js`);
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     expect(response.headers.get("Content-Type")).toMatch(/javascript/);
     const html = await (await fetch(`${baseUrl}/api/v1/docs`)).text();
     expect(html).toContain('src="/vendor/scalar/standalone.js"');

@@ -4,15 +4,14 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
+import { demoPublished, demoStoreId, demoToken } from "../support/demo";
+import { expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const run = promisify(execFile);
 const repositoryRoot = fileURLToPath(new URL("../..", import.meta.url));
 const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-const demo = JSON.parse(readFileSync(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const demoToken: string = demo.tokens[0].token;
-const demoStore: string = demo.stores[0].id;
-const product = demo.products.find((candidate: { status: string }) => candidate.status === "published");
+const product = demoPublished;
 
 /** The address `npm run dev` serves on by default, as the README writes it. */
 const readmeApi = "http://127.0.0.1:8787/api/v1";
@@ -81,7 +80,7 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     expect(apiLine).toBe(0);
     // The snippet's own token and store are the demo fixture's: nothing else is substituted.
     expect(snippet).toContain(`TOKEN=${demoToken} `);
-    expect(snippet).toContain(`STORE=${demoStore} `);
+    expect(snippet).toContain(`STORE=${demoStoreId} `);
     lines[apiLine] = (lines[apiLine] ?? "").replace(readmeApi, `${baseUrl}/api/v1`);
     const output = await bash(lines.join("\n"));
 
@@ -105,7 +104,7 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     const hosted = JSON.parse(printed[1] ?? "");
     expect(hosted).toMatchObject({
       name: "hopper.jpg",
-      file_url: expect.stringMatching(new RegExp(`^${baseUrl}/media/${demoStore}/.+\\.webp$`)),
+      file_url: expect.stringMatching(new RegExp(`^${baseUrl}/media/${demoStoreId}/.+\\.webp$`)),
       type: "image",
       width: 128,
       height: 128,
@@ -113,7 +112,7 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     });
     // "file_url opens in a browser"
     const file = await fetch(hosted.file_url);
-    expect(file.status).toBe(200);
+    await expectStatus(file, 200);
     expect(file.headers.get("Content-Type")).toBe("image/webp");
   });
 });

@@ -1,20 +1,13 @@
-import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { demoDrafted, demoPublished, demoStoreId, demoToken } from "../support/demo";
+import { expectJson } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 
-type Demo = {
-  stores: { id: string }[];
-  tokens: { token: string }[];
-  products: { id: string; name: string; status: string; draft?: { product: { name: string } } }[];
-};
-const demo = JSON.parse(readFileSync(new URL("../../fixtures/demo.json", import.meta.url), "utf8")) as Demo;
-const demoToken = demo.tokens[0]?.token ?? "";
-const demoStore = demo.stores[0]?.id ?? "";
-const published = demo.products.find((product) => product.status === "published");
-const drafted = demo.products.find((product) => product.draft !== undefined);
+const published = demoPublished;
+const drafted = demoDrafted;
 
 /**
  * What a newcomer does on the reference page: open the operation from the sidebar's address, press its
@@ -82,13 +75,12 @@ describe.skipIf(!browserAvailable)(
         path: "/subscriptions",
       });
       expect(await response.request().headerValue("authorization")).toBe(`Bearer ${demoToken}`);
-      expect(response.status()).toBe(200);
-      const body = (await response.json()) as { items: { id: string }[]; pagination: { total: number } };
+      const body = await expectJson<{ items: { id: string }[]; pagination: { total: number } }>(response, 200);
       expect(body.items.length).toBeGreaterThan(0);
       expect(body.pagination.total).toBeGreaterThan(0);
       // The same query from outside the page: the panel shows what the API answers for the demo token.
       const direct = await fetch(response.url(), { headers: { Authorization: `Bearer ${demoToken}` } });
-      expect(((await direct.json()) as typeof body).pagination.total).toBe(body.pagination.total);
+      expect((await expectJson<typeof body>(direct, 200)).pagination.total).toBe(body.pagination.total);
       await dialog
         .getByText(body.items[0]?.id ?? "missing", { exact: false })
         .first()
@@ -104,12 +96,11 @@ describe.skipIf(!browserAvailable)(
         method: "get",
         path: "/products/{productId}/cross-sells",
         pathIds: { productId },
-        store: demoStore,
+        store: demoStoreId,
       });
       expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/cross-sells`);
-      expect(await response.request().headerValue("x-service-store")).toBe(demoStore);
-      expect(response.status()).toBe(200);
-      const body = (await response.json()) as { items: { id: string; title: string | null }[] };
+      expect(await response.request().headerValue("x-service-store")).toBe(demoStoreId);
+      const body = await expectJson<{ items: { id: string; title: string | null }[] }>(response, 200);
       expect(body.items.length).toBeGreaterThan(0);
       await dialog
         .getByText(body.items[0]?.id ?? "missing")
@@ -127,8 +118,7 @@ describe.skipIf(!browserAvailable)(
         path: "/products/{id}",
         pathIds: { id: productId },
       });
-      expect(response.status()).toBe(200);
-      expect(await response.json()).toMatchObject({ id: productId, name: published?.name });
+      expect(await expectJson(response, 200)).toMatchObject({ id: productId, name: published?.name });
       await dialog
         .getByText(published?.name ?? "missing")
         .first()
@@ -146,8 +136,7 @@ describe.skipIf(!browserAvailable)(
         pathIds: { id: productId },
       });
       expect(new URL(response.url()).pathname).toBe(`/api/v1/products/${productId}/draft`);
-      expect(response.status()).toBe(200);
-      expect(await response.json()).toMatchObject({ id: productId, name: drafted?.draft?.product.name });
+      expect(await expectJson(response, 200)).toMatchObject({ id: productId, name: drafted?.draft?.product.name });
       await dialog
         .getByText(drafted?.draft?.product.name ?? "missing")
         .first()

@@ -1,14 +1,14 @@
-import { readFile } from "node:fs/promises";
 import createClient, { type Middleware } from "openapi-fetch";
 import { assert, describe, expect, inject, it } from "vitest";
 import type { paths } from "../../openapi/schema";
+import { demoPublished, demoStoreId, demoToken } from "../support/demo";
 import { png } from "../support/media-bytes";
+import { expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const storeId: string = demo.stores[0].id;
-const productId: string = demo.products.find((product: { status: string }) => product.status === "published").id;
+const token = demoToken;
+const storeId = demoStoreId;
+const productId = demoPublished.id;
 
 /**
  * The bearer token on every call but the byte PUTs, which carry the upload's own X-Upload-Token: a client
@@ -38,7 +38,7 @@ describe("the README's flows with a client generated from the OpenAPI document (
     api.use(bearer);
     const { data, error, response } = await api.GET("/products/{id}", { params: { path: { id: productId } } });
     expect(error).toBeUndefined();
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     assert(data);
     expect(data.id).toBe(productId);
     expect(data.has_draft).toBe(false);
@@ -51,7 +51,7 @@ describe("the README's flows with a client generated from the OpenAPI document (
     const unknown = "00000000-0000-4000-8000-000000000000";
     const { data, error, response } = await api.GET("/products/{id}", { params: { path: { id: unknown } } });
     expect(data).toBeUndefined();
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
     assert(error);
     expect(error.message).toBe(`Product with ID ${unknown} not found`);
   });
@@ -67,7 +67,7 @@ describe("the README's flows with a client generated from the OpenAPI document (
       params: { header: { "X-Service-Store": storeId } },
       body: { filename: "okladka.png", content_type: file.type, size: file.size },
     });
-    expect(prepared.response.status).toBe(201);
+    await expectStatus(prepared.response, 201);
     assert(prepared.data);
     const { id, upload_request: upload } = prepared.data;
 
@@ -85,17 +85,17 @@ describe("the README's flows with a client generated from the OpenAPI document (
       bodySerializer: (body) => body,
     });
     expect(put.error).toBeUndefined();
-    expect(put.response.status).toBe(204);
+    await expectStatus(put.response, 204);
 
     const completed = await api.POST("/media-uploads/{id}/complete", {
       params: { path: { id }, header: { "X-Service-Store": storeId } },
     });
-    expect(completed.response.status).toBe(201);
+    await expectStatus(completed.response, 201);
     assert(completed.data);
     expect(completed.data).toMatchObject({ name: "okladka.png", type: "image" });
     expect(completed.data.file_url).toMatch(new RegExp(`/media/${storeId}/${id}\\.webp$`));
     const hosted = await fetch(completed.data.file_url);
-    expect(hosted.status).toBe(200);
+    await expectStatus(hosted, 200);
     expect(hosted.headers.get("Content-Type")).toBe("image/webp");
 
     expect(sent.map(({ method, authorization }) => [method, authorization])).toEqual([
@@ -112,7 +112,7 @@ describe("the README's flows with a client generated from the OpenAPI document (
     const { data, response } = await api.GET("/subscriptions", {
       params: { query: { status: "active", per_page: 2, sort: "created_at" } },
     });
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     assert(data);
     expect(data.pagination.per_page).toBe(2);
     expect(data.items.length).toBeGreaterThan(0);

@@ -12,31 +12,14 @@ import {
   processingRetrySeconds,
 } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { rotateStoreSecret, storeSecretRow } from "../../src/events/secrets";
+import { rotateStoreSecret } from "../../src/events/secrets";
 import { sweepEvents } from "../../src/events/sweep";
+import { db, deliveryDeps, fakeReceiver, hookUrl, pendingEvent, recordingQueue, storedEvent } from "../support/events";
 import { seedStore, uuid } from "../support/factories";
 import { captureServiceLogs } from "../support/logs";
-import { db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
-
-/** A committed, pending custom-field event of a fresh store, with its secret. */
-async function pendingEvent(options: { createdAt?: Date } = {}) {
-  const { storeId } = await seedStore();
-  const productId = uuid();
-  const data = { store_id: storeId, product_id: productId, variant_id: null, list: "custom_fields", name: "nip" };
-  const event = newEvent(
-    { id: productId, storeId },
-    "product.custom_field.deleted",
-    hookUrl(),
-    data,
-    options.createdAt ?? new Date(),
-  );
-  await insertEvent(db(), event);
-  const secret = (await storeSecretRow(db(), storeId)).secret;
-  return { event, storeId, secret };
-}
 
 let messageCounter = 0;
 /** Runs the consumer on one batch of messages for `ids` and answers the queue's ack / retry result. */

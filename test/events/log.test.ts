@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
+import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { json } from "../support/http";
+import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
-import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
@@ -40,27 +40,25 @@ describe("GET and rotate /webhooks/secret", () => {
   it("the secret is made on first read, whsec_ with 32 random bytes, and the same on every read", async () => {
     const { token } = await seedStore();
     const first = await get("/webhooks/secret", token);
-    expect(first.status).toBe(200);
-    const { secret } = await json<{ secret: string }>(first);
+    const { secret } = await expectJson<{ secret: string }>(first, 200);
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(atob(secret.slice(6))).toHaveLength(32);
-    expect(await json(await get("/webhooks/secret", token))).toEqual({ secret });
+    expect(await expectJson(await get("/webhooks/secret", token), 200)).toEqual({ secret });
   });
 
   it("rotate answers a new secret, which later reads answer", async () => {
     const { token } = await seedStore();
-    const { secret: before } = await json<{ secret: string }>(await get("/webhooks/secret", token));
+    const { secret: before } = await expectJson<{ secret: string }>(await get("/webhooks/secret", token), 200);
     const rotated = await callApi("/webhooks/secret/rotate", { method: "POST", token }, queue);
-    expect(rotated.status).toBe(200);
-    const { secret: after } = await json<{ secret: string }>(rotated);
+    const { secret: after } = await expectJson<{ secret: string }>(rotated, 200);
     expect(after).not.toBe(before);
-    expect(await json(await get("/webhooks/secret", token))).toEqual({ secret: after });
+    expect(await expectJson(await get("/webhooks/secret", token), 200)).toEqual({ secret: after });
   });
 
   it("a fixture's webhook_secret is the store's secret", async () => {
     const secret = `whsec_${btoa("x".repeat(32))}`;
     const { token } = await seedStore({ store: { webhook_secret: secret } });
-    expect(await json(await get("/webhooks/secret", token))).toEqual({ secret });
+    expect(await expectJson(await get("/webhooks/secret", token), 200)).toEqual({ secret });
   });
 
   it("the secret and event routes need ability webhooks:manage (or *)", async () => {
@@ -75,8 +73,7 @@ describe("GET and rotate /webhooks/secret", () => {
       ["POST", `/webhook-events/evt_${uuid()}/redeliver`],
     ] as const) {
       const refused = await callApi(path, { method, token: reader }, queue);
-      expect(refused.status, path).toBe(403);
-      expect(await json(refused)).toEqual({ message: "This action is unauthorized." });
+      expect(await expectJson(refused, 403, path)).toEqual({ message: "This action is unauthorized." });
       expect((await callApi(path, { method, token: manager }, queue)).status, path).not.toBe(403);
     }
   });
@@ -86,9 +83,8 @@ describe("GET and rotate /webhooks/secret", () => {
     const { storeId: other } = await seedStore();
     const token = await seedToken([storeId, other]);
     const response = await get("/webhooks/secret", token);
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "The X-Service-Store header is required." });
-    expect((await get("/webhooks/secret", token, other)).status).toBe(200);
+    expect(await expectJson(response, 400)).toEqual({ message: "The X-Service-Store header is required." });
+    await expectStatus(await get("/webhooks/secret", token, other), 200);
   });
 });
 
@@ -96,8 +92,7 @@ describe("GET /webhook-events", () => {
   it("lists the store's events newest first with the documented fields, never the payload", async () => {
     const { token, ids, productId } = await storeWithEvents(3);
     const response = await get("/webhook-events", token);
-    expect(response.status).toBe(200);
-    const page = await json<Page>(response);
+    const page = await expectJson<Page>(response, 200);
     expect(page.items.map((item) => item.id)).toEqual([...ids].reverse());
     expect(page.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 25, total: 3 });
     expect(Object.keys(page.items[0] ?? {}).sort()).toEqual(
@@ -124,7 +119,7 @@ describe("GET /webhook-events", () => {
       .set({ status: "failed", nextAttemptAt: null })
       .where(eq(webhookEvents.id, ids[0] ?? ""));
     const items = async (query: string) =>
-      (await json<Page>(await get(`/webhook-events?${query}`, token))).items.map((item) => item.id);
+      (await expectJson<Page>(await get(`/webhook-events?${query}`, token), 200)).items.map((item) => item.id);
     expect(await items("status=failed")).toEqual([ids[0]]);
     expect(await items("type=product.published")).toEqual([ids[3], ids[1]]);
     expect(await items(`product=${productId.toUpperCase()}`)).toHaveLength(4);
@@ -134,13 +129,12 @@ describe("GET /webhook-events", () => {
 
   it("pages with per_page up to 100; other values answer 422 naming the parameter", async () => {
     const { token, ids } = await storeWithEvents(3);
-    const second = await json<Page>(await get("/webhook-events?per_page=2&page=2", token));
+    const second = await expectJson<Page>(await get("/webhook-events?per_page=2&page=2", token), 200);
     expect(second.items.map((item) => item.id)).toEqual([ids[0]]);
     expect(second.pagination).toEqual({ current_page: 2, total_pages: 2, per_page: 2, total: 3 });
     for (const query of ["per_page=101", "page=0", "status=lost", "type=product.deleted", "product=nope"]) {
       const response = await get(`/webhook-events?${query}`, token);
-      expect(response.status, query).toBe(422);
-      const body = await json<{ errors: Record<string, string[]> }>(response);
+      const body = await expectJson<{ errors: Record<string, string[]> }>(response, 422, query);
       expect(Object.keys(body.errors), query).toEqual([query.split("=")[0]]);
     }
   });
@@ -148,16 +142,15 @@ describe("GET /webhook-events", () => {
   it("another store's events are neither listed nor found", async () => {
     const { ids } = await storeWithEvents(1);
     const { token } = await seedStore();
-    expect((await json<Page>(await get("/webhook-events", token))).items).toEqual([]);
+    expect((await expectJson<Page>(await get("/webhook-events", token), 200)).items).toEqual([]);
     const response = await get(`/webhook-events/${ids[0]}`, token);
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Webhook event with ID ${ids[0]} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Webhook event with ID ${ids[0]} not found` });
   });
 
   it("events past WEBHOOK_RETENTION_DAYS are not listed even before the sweep drops them", async () => {
     const { token } = await storeWithEvents(2);
     const response = await callApi("/webhook-events", { token }, queue, { WEBHOOK_RETENTION_DAYS: "1" });
-    expect((await json<Page>(response)).items).toHaveLength(2);
+    expect((await expectJson<Page>(response, 200)).items).toHaveLength(2);
     const { storeId, token: oldToken } = await seedStore();
     const product = await seedProduct(storeId);
     await insertEvent(
@@ -165,14 +158,13 @@ describe("GET /webhook-events", () => {
       newEvent({ id: product.id, storeId }, "product.published", hookUrl(), {}, new Date(Date.now() - 2 * 86_400_000)),
     );
     const old = await callApi("/webhook-events", { token: oldToken }, queue, { WEBHOOK_RETENTION_DAYS: "1" });
-    expect((await json<Page>(old)).items).toEqual([]);
+    expect((await expectJson<Page>(old, 200)).items).toEqual([]);
   });
 
   it("a malformed WEBHOOK_RETENTION_DAYS answers 503 naming it", async () => {
     const { token } = await seedStore();
     const response = await callApi("/webhook-events", { token }, queue, { WEBHOOK_RETENTION_DAYS: "forever" });
-    expect(response.status).toBe(503);
-    expect((await json<{ message: string }>(response)).message).toContain("WEBHOOK_RETENTION_DAYS");
+    expect((await expectJson<{ message: string }>(response, 503)).message).toContain("WEBHOOK_RETENTION_DAYS");
     logs.expectLogged("error", {
       message: "configuration problem",
       problem: expect.stringContaining("WEBHOOK_RETENTION_DAYS"),
@@ -187,8 +179,7 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const receiver = fakeReceiver(() => new Response(null, { status: 503 }));
     await deliverEvent(deliveryDeps({ fetch: receiver.fetch }), id);
     const response = await get(`/webhook-events/${id.toUpperCase().replace("EVT_", "evt_")}`, token);
-    expect(response.status).toBe(200);
-    const detail = await json<Record<string, unknown>>(response);
+    const detail = await expectJson<Record<string, unknown>>(response, 200);
     expect(detail).toMatchObject({ id, status: "pending", attempts: 1, last_response_status: 503 });
     expect(detail.payload).toEqual(JSON.parse(receiver.received[0]?.body ?? ""));
     expect(detail.attempt_log).toEqual([
@@ -201,8 +192,7 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const { token } = await seedStore();
     for (const id of ["nope", uuid(), `evt_${uuid()}x`]) {
       const response = await get(`/webhook-events/${id}`, token);
-      expect(response.status, id).toBe(400);
-      expect(await json(response)).toEqual({ message: "Invalid event ID." });
+      expect(await expectJson(response, 400, id)).toEqual({ message: "Invalid event ID." });
     }
   });
 
@@ -211,19 +201,22 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const id = ids[0] ?? "";
     const gone = fakeReceiver(() => new Response(null, { status: 410 }));
     await deliverEvent(deliveryDeps({ fetch: gone.fetch }), id);
-    expect((await storedEvent(id))?.status).toBe("failed");
+    expect((await readEvent(token, id)).status).toBe("failed");
 
     const { sent, queue: redeliveries } = recordingQueue();
     const response = await callApi(`/webhook-events/${id}/redeliver`, { method: "POST", token }, redeliveries);
-    expect(response.status).toBe(202);
-    expect(await json(response)).toMatchObject({ id, status: "pending", next_attempt_at: expect.any(String) });
+    expect(await expectJson(response, 202)).toMatchObject({
+      id,
+      status: "pending",
+      next_attempt_at: expect.any(String),
+    });
     expect(sent).toEqual([{ id }]);
 
     // One attempt: it fails again at once instead of starting the schedule over.
     const failing = fakeReceiver(() => new Response(null, { status: 500 }));
     await deliverEvent(deliveryDeps({ fetch: failing.fetch }), id);
-    expect(await storedEvent(id)).toMatchObject({ status: "failed", attempts: 2 });
-    const secret = (await json<{ secret: string }>(await get("/webhooks/secret", token))).secret;
+    expect(await readEvent(token, id)).toMatchObject({ status: "failed", attempts: 2 });
+    const secret = (await expectJson<{ secret: string }>(await get("/webhooks/secret", token), 200)).secret;
     const [request] = failing.received;
     expect(request?.headers.get("webhook-id")).toBe(id);
     expect(() =>
@@ -235,6 +228,6 @@ describe("GET /webhook-events/{id} and redeliver", () => {
     const { token } = await seedStore();
     const id = `evt_${uuid()}`;
     const response = await callApi(`/webhook-events/${id}/redeliver`, { method: "POST", token }, queue);
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 });

@@ -6,22 +6,29 @@ import { deliverEvent } from "../../src/events/delivery";
 import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
-import { seedProduct, seedStore, uuid } from "../support/factories";
-import { json } from "../support/http";
+import {
+  callApi,
+  db,
+  deliveryDeps,
+  eventsOf,
+  fakeReceiver,
+  hookUrl,
+  readEvent,
+  recordingQueue,
+} from "../support/events";
+import { customFields, seedProduct, seedStore, uuid } from "../support/factories";
+import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
-import { callApi, db, deliveryDeps, eventsOf, fakeReceiver, hookUrl, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
 
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
-
 /** A store and a published product with a draft overlay, both pointing their webhook_url at `url`. */
-async function productWithDraft(url: string | null) {
+async function hookedProductWithDraft(url: string | null) {
   const { storeId, token } = await seedStore();
   const product = await seedProduct(storeId, {
     webhook_url: url,
-    custom_fields: fields("nip"),
+    custom_fields: customFields("nip"),
     draft: { draft_version: 1, product: { name: "Draft name", slug: `s-${uuid().slice(0, 8)}`, webhook_url: url } },
   });
   return { storeId, token, product };
@@ -30,19 +37,19 @@ async function productWithDraft(url: string | null) {
 describe("events made by publish", () => {
   it("a publish that answers 200 writes one product.published event whose payload is the answer, and enqueues its id", async () => {
     const url = hookUrl();
-    const { storeId, token, product } = await productWithDraft(url);
+    const { storeId, token, product } = await hookedProductWithDraft(url);
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
-    const answer = await json(response);
-    const events = await eventsOf(product.id);
+    const answer = await expectJson(response, 200);
+    const events = await eventsOf(token, product.id);
     expect(events).toHaveLength(1);
     const [event] = events;
     expect(event?.id).toMatch(/^evt_[0-9a-f-]{36}$/);
-    expect(event).toMatchObject({ type: "product.published", url, status: "pending", storeId, attempts: 0 });
-    expect(JSON.parse(event?.body ?? "null")).toEqual({
+    // Listed to the store's token: the event is the store's.
+    expect(event).toMatchObject({ type: "product.published", url, status: "pending", attempts: 0 });
+    expect(event?.payload).toEqual({
       type: "product.published",
-      timestamp: event?.createdAt.toISOString(),
+      timestamp: event?.created_at,
       data: { store_id: storeId, product: answer },
     });
     expect(sent).toEqual([{ id: event?.id }]);
@@ -57,41 +64,40 @@ describe("events made by publish", () => {
     });
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
-    expect((await eventsOf(product.id)).map((event) => event.url)).toEqual([newUrl]);
+    await expectStatus(response, 200);
+    expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([newUrl]);
   });
 
   it("no event when the webhook_url is null, empty, not a URL, or plain http: without WEBHOOK_ALLOW_HTTP=on", async () => {
     for (const url of [null, "", "not a url", "ftp://hooks.example.test/x", "http://hooks.example.test/x"]) {
-      const { token, product } = await productWithDraft(url);
+      const { token, product } = await hookedProductWithDraft(url);
       const { sent, queue } = recordingQueue();
       const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-      expect(response.status, String(url)).toBe(200);
-      expect(await eventsOf(product.id), String(url)).toEqual([]);
+      await expectStatus(response, 200, String(url));
+      expect(await eventsOf(token, product.id), String(url)).toEqual([]);
       expect(sent).toEqual([]);
     }
   });
 
   it("plain http: targets make events when WEBHOOK_ALLOW_HTTP=on", async () => {
     const url = "http://127.0.0.1:9/hook";
-    const { token, product } = await productWithDraft(url);
+    const { token, product } = await hookedProductWithDraft(url);
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "on",
     });
-    expect(response.status).toBe(200);
-    expect((await eventsOf(product.id)).map((event) => event.url)).toEqual([url]);
+    await expectStatus(response, 200);
+    expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([url]);
   });
 
   it("a malformed WEBHOOK_ALLOW_HTTP answers 503 naming it on a publish to an http: URL, and nothing changes", async () => {
-    const { token, product } = await productWithDraft("http://127.0.0.1:9/hook");
+    const { token, product } = await hookedProductWithDraft("http://127.0.0.1:9/hook");
     const { queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue, {
       WEBHOOK_ALLOW_HTTP: "maybe",
     });
-    expect(response.status).toBe(503);
-    expect((await json<{ message: string }>(response)).message).toContain("WEBHOOK_ALLOW_HTTP");
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect((await expectJson<{ message: string }>(response, 503)).message).toContain("WEBHOOK_ALLOW_HTTP");
+    expect(await eventsOf(token, product.id)).toEqual([]);
     logs.expectLogged("error", {
       message: "configuration problem",
       problem: expect.stringContaining("WEBHOOK_ALLOW_HTTP"),
@@ -103,8 +109,8 @@ describe("events made by publish", () => {
     const product = await seedProduct(storeId, { webhook_url: hookUrl() });
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(422);
-    expect(await eventsOf(product.id)).toEqual([]);
+    await expectStatus(response, 422);
+    expect(await eventsOf(token, product.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
 
@@ -113,13 +119,13 @@ describe("events made by publish", () => {
     const product = await seedProduct(storeId, { status: "draft", webhook_url: hookUrl() });
     const { sent, queue } = recordingQueue();
     const response = await callApi(`/products/${product.id}/publish`, { method: "POST", token }, queue);
-    expect(response.status).toBe(200);
-    expect(await eventsOf(product.id)).toHaveLength(1);
+    await expectStatus(response, 200);
+    expect(await eventsOf(token, product.id)).toHaveLength(1);
     expect(sent).toHaveLength(1);
   });
 
   it("when the publish's D1 batch fails, neither the change nor the event is written", async () => {
-    const { product } = await productWithDraft(hookUrl());
+    const { token, product } = await hookedProductWithDraft(hookUrl());
     const real = createDb(env.DB);
     let failedBatchSize = 0;
     // The batch that persists the overlay fails on a statement after the event's insert.
@@ -141,7 +147,7 @@ describe("events made by publish", () => {
       ),
     ).rejects.toThrow(/no such table/);
     expect(failedBatchSize).toBeGreaterThan(2);
-    expect(await eventsOf(product.id)).toEqual([]);
+    expect(await eventsOf(token, product.id)).toEqual([]);
     const after = await real.query.drafts.findFirst({ where: (d, { eq }) => eq(d.productId, product.id) });
     expect(after?.draftVersion).toBe(1);
   });
@@ -151,20 +157,23 @@ describe("events made by custom-field deletes", () => {
   it("a live delete that answers 204 writes product.custom_field.deleted with store, product, null variant, list and name", async () => {
     const { storeId, token } = await seedStore();
     const url = hookUrl();
-    const product = await seedProduct(storeId, { webhook_url: url, waitlist_custom_fields: fields("phone", "nip") });
+    const product = await seedProduct(storeId, {
+      webhook_url: url,
+      waitlist_custom_fields: customFields("phone", "nip"),
+    });
     const { sent, queue } = recordingQueue();
     const response = await callApi(
       `/products/${product.id}/waitlist-custom-fields/phone`,
       { method: "DELETE", token },
       queue,
     );
-    expect(response.status).toBe(204);
-    const [event, ...more] = await eventsOf(product.id);
+    await expectStatus(response, 204);
+    const [event, ...more] = await eventsOf(token, product.id);
     expect(more).toEqual([]);
     expect(event).toMatchObject({ type: "product.custom_field.deleted", url, status: "pending" });
-    expect(JSON.parse(event?.body ?? "null")).toEqual({
+    expect(event?.payload).toEqual({
       type: "product.custom_field.deleted",
-      timestamp: event?.createdAt.toISOString(),
+      timestamp: event?.created_at,
       data: {
         store_id: storeId,
         product_id: product.id,
@@ -181,7 +190,7 @@ describe("events made by custom-field deletes", () => {
     const variantId = uuid();
     const product = await seedProduct(storeId, {
       webhook_url: hookUrl(),
-      variants: [{ id: variantId, name: "V", amount: 100, currency: "pln", custom_fields: fields("nip") }],
+      variants: [{ id: variantId, name: "V", amount: 100, currency: "pln", custom_fields: customFields("nip") }],
     });
     const { queue } = recordingQueue();
     const response = await callApi(
@@ -189,9 +198,9 @@ describe("events made by custom-field deletes", () => {
       { method: "DELETE", token },
       queue,
     );
-    expect(response.status).toBe(204);
-    const [event] = await eventsOf(product.id);
-    expect(JSON.parse(event?.body ?? "null").data).toMatchObject({
+    await expectStatus(response, 204);
+    const [event] = await eventsOf(token, product.id);
+    expect(event?.payload?.data).toMatchObject({
       variant_id: variantId,
       list: "custom_fields",
       name: "nip",
@@ -200,21 +209,23 @@ describe("events made by custom-field deletes", () => {
 
   it("a delete answered 404 (no such field) or 409 (product has a draft) makes no event", async () => {
     const { storeId, token } = await seedStore();
-    const plain = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: fields("nip") });
+    const plain = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: customFields("nip") });
     const drafted = await seedProduct(storeId, {
       webhook_url: hookUrl(),
-      custom_fields: fields("nip"),
+      custom_fields: customFields("nip"),
       draft: { draft_version: 1, product: { name: "D", slug: `d-${uuid().slice(0, 8)}` } },
     });
     const { sent, queue } = recordingQueue();
-    expect(
-      (await callApi(`/products/${plain.id}/custom-fields/missing`, { method: "DELETE", token }, queue)).status,
-    ).toBe(404);
-    expect(
-      (await callApi(`/products/${drafted.id}/custom-fields/nip`, { method: "DELETE", token }, queue)).status,
-    ).toBe(409);
-    expect(await eventsOf(plain.id)).toEqual([]);
-    expect(await eventsOf(drafted.id)).toEqual([]);
+    await expectStatus(
+      await callApi(`/products/${plain.id}/custom-fields/missing`, { method: "DELETE", token }, queue),
+      404,
+    );
+    await expectStatus(
+      await callApi(`/products/${drafted.id}/custom-fields/nip`, { method: "DELETE", token }, queue),
+      409,
+    );
+    expect(await eventsOf(token, plain.id)).toEqual([]);
+    expect(await eventsOf(token, drafted.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
 
@@ -225,7 +236,7 @@ describe("events made by custom-field deletes", () => {
       draft: {
         draft_version: 1,
         product: { name: "D", slug: `d-${uuid().slice(0, 8)}` },
-        custom_fields: fields("nip"),
+        custom_fields: customFields("nip"),
       },
     });
     const { queue } = recordingQueue();
@@ -234,19 +245,19 @@ describe("events made by custom-field deletes", () => {
       { method: "DELETE", token, body: { draft_version: 1 } },
       queue,
     );
-    expect(response.status).toBe(204);
-    expect(await eventsOf(product.id)).toEqual([]);
+    await expectStatus(response, 204);
+    expect(await eventsOf(token, product.id)).toEqual([]);
   });
 
   it("a failed enqueue does not change the answer: the event stays pending and the sweep delivers it later", async () => {
     const { storeId, token } = await seedStore();
-    const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: fields("nip") });
+    const product = await seedProduct(storeId, { webhook_url: hookUrl(), custom_fields: customFields("nip") });
     const { queue } = recordingQueue({ failing: true });
     const response = await callApi(`/products/${product.id}/custom-fields/nip`, { method: "DELETE", token }, queue);
-    expect(response.status).toBe(204);
-    const [event] = await eventsOf(product.id);
+    await expectStatus(response, 204);
+    const [event] = await eventsOf(token, product.id);
     const id = event?.id ?? "";
-    expect((await storedEvent(id))?.status).toBe("pending");
+    expect((await readEvent(token, id)).status).toBe("pending");
 
     const later = new Date(Date.now() + sweepGraceMs + 60_000);
     const swept = recordingQueue();
@@ -255,7 +266,7 @@ describe("events made by custom-field deletes", () => {
     const receiver = fakeReceiver(() => new Response(null, { status: 204 }));
     await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => later }), id);
     expect(receiver.received.map((request) => request.headers.get("webhook-id"))).toEqual([id]);
-    expect((await storedEvent(id))?.status).toBe("delivered");
+    expect((await readEvent(token, id)).status).toBe("delivered");
     logs.expectLogged("warn", { message: "webhook event: enqueue failed; the sweep will retry it", event_id: id });
   });
 });

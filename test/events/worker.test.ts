@@ -9,22 +9,12 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
-import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
-import { seedStore, uuid } from "../support/factories";
+import { db, pendingEvent, recordingQueue, storedEvent } from "../support/events";
 import { captureServiceLogs } from "../support/logs";
-import { db, recordingQueue, storedEvent } from "./support";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
-
-/** A pending event of a fresh store aimed at `url`. */
-async function pendingEvent(url: string) {
-  const { storeId } = await seedStore();
-  const event = newEvent({ id: uuid(), storeId }, "product.custom_field.deleted", url, { name: "nip" });
-  await insertEvent(db(), event);
-  return event;
-}
 
 /** The Worker's own queue handler on one message for `id`, from `queue`, with `bindings`. */
 async function runQueue(queue: string, id: string, bindings: Env = env) {
@@ -37,7 +27,7 @@ async function runQueue(queue: string, id: string, bindings: Env = env) {
 describe("the Worker's queue handler (src/index.ts)", () => {
   it("delivers with the real fetch: a refused connection is a network error, retried", async () => {
     // Nothing listens on the discard port of the loopback interface.
-    const event = await pendingEvent("http://127.0.0.1:9/hook");
+    const { event } = await pendingEvent({ url: "http://127.0.0.1:9/hook" });
     const result = await runQueue("storefront-checkout-webhooks", event.id);
     expect(result.retryMessages).toEqual([{ msgId: "m1" }]);
     const stored = await storedEvent(event.id);
@@ -46,7 +36,7 @@ describe("the Worker's queue handler (src/index.ts)", () => {
   });
 
   it("messages of the dead-letter queue end their event failed", async () => {
-    const event = await pendingEvent("https://hooks.example.test/x");
+    const { event } = await pendingEvent({ url: "https://hooks.example.test/x" });
     const result = await runQueue("storefront-checkout-webhooks-dlq", event.id);
     expect(result.explicitAcks).toEqual(["m1"]);
     expect((await storedEvent(event.id))?.status).toBe("failed");
@@ -54,7 +44,7 @@ describe("the Worker's queue handler (src/index.ts)", () => {
   });
 
   it("a malformed WEBHOOK_RETRY_SCHEDULE holds the whole batch, the event untouched", async () => {
-    const event = await pendingEvent("https://hooks.example.test/x");
+    const { event } = await pendingEvent({ url: "https://hooks.example.test/x" });
     const result = await runQueue("storefront-checkout-webhooks", event.id, {
       ...env,
       WEBHOOK_RETRY_SCHEDULE: "soon",
@@ -70,7 +60,7 @@ describe("the Worker's queue handler (src/index.ts)", () => {
 
 describe("the Worker's cron handler (src/index.ts)", () => {
   it("re-enqueues an event overdue by more than the grace, making it due now", async () => {
-    const event = await pendingEvent("https://hooks.example.test/x");
+    const { event } = await pendingEvent({ url: "https://hooks.example.test/x" });
     const overdue = new Date(Date.now() - 60 * 60_000);
     await db().update(webhookEvents).set({ nextAttemptAt: overdue }).where(eq(webhookEvents.id, event.id));
     const { sent, queue } = recordingQueue();

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { resolveStore } from "../../src/http/auth";
 import { ApiError } from "../../src/http/errors";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 describe("authentication: 401 Unauthenticated.", () => {
   const cases: [string, Record<string, string>][] = [
@@ -17,20 +17,19 @@ describe("authentication: 401 Unauthenticated.", () => {
   for (const [name, headers] of cases) {
     it(`refuses ${name}`, async () => {
       const response = await api(`/products/${uuid()}`, { headers });
-      expect(response.status).toBe(401);
-      expect(await json(response)).toEqual({ message: "Unauthenticated." });
+      expect(await expectJson(response, 401)).toEqual({ message: "Unauthenticated." });
     });
   }
 
   it("accepts the scheme name in any case", async () => {
     const { token } = await seedStore();
     const response = await api(`/products/${uuid()}`, { headers: { Authorization: `bearer ${token}` } });
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 
   it("reports 401 before a malformed path id (order: 401 before 400)", async () => {
     const response = await api("/products/not-a-uuid");
-    expect(response.status).toBe(401);
+    await expectStatus(response, 401);
   });
 });
 
@@ -38,23 +37,20 @@ describe("stores: X-Service-Store", () => {
   it("answers a malformed store header 400 Invalid store ID.", async () => {
     const { token } = await seedStore();
     const response = await api(`/products/${uuid()}`, { token, store: "store-1" });
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "Invalid store ID." });
+    expect(await expectJson(response, 400)).toEqual({ message: "Invalid store ID." });
   });
 
   it("reports a bad store header before a malformed path id", async () => {
     const { token } = await seedStore();
     const response = await api("/products/nope", { token, store: "nope" });
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "Invalid store ID." });
+    expect(await expectJson(response, 400)).toEqual({ message: "Invalid store ID." });
   });
 
   it("answers a store the token may not act on 403 No API access to the requested store.", async () => {
     const { token } = await seedStore();
     const other = await seedStore();
     const response = await api(`/products/${uuid()}`, { token, store: other.storeId });
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "No API access to the requested store." });
+    expect(await expectJson(response, 403)).toEqual({ message: "No API access to the requested store." });
   });
 
   it("answers another store's product exactly like an unknown one", async () => {
@@ -62,8 +58,7 @@ describe("stores: X-Service-Store", () => {
     const theirs = await seedStore();
     const product = await seedProduct(theirs.storeId);
     const response = await api(`/products/${product.id}`, { token: mine.token });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
   });
 
   it("scopes a multi-store token without a header to the product's own store", async () => {
@@ -71,16 +66,16 @@ describe("stores: X-Service-Store", () => {
     const second = await seedStore();
     const token = await seedToken([first.storeId, second.storeId]);
     const product = await seedProduct(second.storeId);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
     const scoped = await api(`/products/${product.id}`, { token, store: first.storeId });
-    expect(scoped.status).toBe(404);
+    await expectStatus(scoped, 404);
   });
 
   it("accepts the store header in upper case", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const response = await api(`/products/${product.id}`, { token, store: storeId.toUpperCase() });
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
   });
 
   it("resolves the store by the rules of docs/api.md (Authentication, stores, abilities)", () => {
@@ -103,15 +98,14 @@ describe("abilities", () => {
     const token = await seedToken([storeId], ["subscriptions:read"]);
     const product = await seedProduct(storeId);
     const response = await api(`/products/${product.id}`, { token });
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(response, 403)).toEqual({ message: "This action is unauthorized." });
   });
 
   it("lets a token with exactly the route's ability through", async () => {
     const { storeId } = await seedStore();
     const token = await seedToken([storeId], ["products:read"]);
     const product = await seedProduct(storeId);
-    expect((await api(`/products/${product.id}`, { token })).status).toBe(200);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
   });
 
   it("checks the store before the ability", async () => {
@@ -119,7 +113,6 @@ describe("abilities", () => {
     const other = await seedStore();
     const token = await seedToken([storeId], ["subscriptions:read"]);
     const response = await api(`/products/${uuid()}`, { token, store: other.storeId });
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "No API access to the requested store." });
+    expect(await expectJson(response, 403)).toEqual({ message: "No API access to the requested store." });
   });
 });

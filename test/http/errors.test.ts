@@ -1,31 +1,29 @@
 import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it, vi } from "vitest";
+import type { AppEnv } from "../../src/env";
 import { ApiError, renderError } from "../../src/http/errors";
 import { seedStore, uuid } from "../support/factories";
-import { api, json, origin } from "../support/http";
+import { api, expectJson, origin } from "../support/http";
 
 describe("addresses and shapes", () => {
   it("answers unknown routes 404 Not found.", async () => {
     for (const path of ["/nope", "/products", `/products/${uuid()}/unknown`]) {
       const response = await api(path);
-      expect(response.status, path).toBe(404);
-      expect(await json(response)).toEqual({ message: "Not found." });
+      expect(await expectJson(response, 404, path)).toEqual({ message: "Not found." });
     }
   });
 
   it("answers paths outside /api/v1 404", async () => {
     const { exports } = await import("cloudflare:workers");
     const response = await exports.default.fetch(`${origin}/products/${uuid()}`);
-    expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ message: "Not found." });
+    expect(await expectJson(response, 404)).toEqual({ message: "Not found." });
   });
 
   it("answers a known path with another method 405 Method not allowed. with Allow, before authentication", async () => {
     const response = await api(`/products/${uuid()}`, { method: "PATCH" });
-    expect(response.status).toBe(405);
+    expect(await expectJson(response, 405)).toEqual({ message: "Method not allowed." });
     expect(response.headers.get("Allow")).toBe("GET, HEAD");
-    expect(await json(response)).toEqual({ message: "Method not allowed." });
   });
 
   it("puts X-Request-Id on every response, taken from CF-Ray when present", async () => {
@@ -39,7 +37,7 @@ describe("addresses and shapes", () => {
   });
 
   it("never answers an unexpected error with a stack or {}: 500 Server error. and a log line naming the request id", async () => {
-    const app = new Hono<{ Variables: { requestId: string } }>();
+    const app = new Hono<AppEnv>();
     app.use(async (c, next) => {
       c.set("requestId", "req-123");
       await next();
@@ -50,8 +48,7 @@ describe("addresses and shapes", () => {
     app.onError(renderError);
     const log = vi.spyOn(console, "error").mockImplementation(() => {});
     const response = await app.request("/boom", {}, env);
-    expect(response.status).toBe(500);
-    expect(await response.json()).toEqual({ message: "Server error." });
+    expect(await expectJson(response, 500)).toEqual({ message: "Server error." });
     const line = JSON.parse(String(log.mock.calls[0]?.[0]));
     expect(line).toMatchObject({ level: "error", request_id: "req-123", error: "secret internals" });
     log.mockRestore();
@@ -64,8 +61,10 @@ describe("addresses and shapes", () => {
     });
     app.onError(renderError);
     const response = await app.request("/v");
-    expect(response.status).toBe(422);
-    expect(await response.json()).toEqual({ message: "The given data was invalid.", errors: { size: ["Too big."] } });
+    expect(await expectJson(response, 422)).toEqual({
+      message: "The given data was invalid.",
+      errors: { size: ["Too big."] },
+    });
   });
 });
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { FixedWindowCounter } from "../../src/limits/fixed-window";
 import type { RateLimiter } from "../../src/limits/rate-limiter";
 import { seedProduct, seedStore, uuid } from "../support/factories";
-import { api, json } from "../support/http";
+import { api, expectJson, expectStatus } from "../support/http";
 
 function counterIn(name: string) {
   const stub = env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(name));
@@ -55,16 +55,16 @@ describe("general API limit: 600 per 60 seconds per token", () => {
       await response.arrayBuffer();
     }
     const refused = await api(`/products/${product.id}`, { token });
-    expect(refused.status).toBe(429);
+    const refusal = await expectJson(refused, 429);
     const retryAfter = Number(refused.headers.get("Retry-After"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(await json(refused)).toEqual({ message: `Too many requests, retry after ${retryAfter} seconds.` });
+    expect(refusal).toEqual({ message: `Too many requests, retry after ${retryAfter} seconds.` });
     expect(refused.headers.get("RateLimit-Policy")).toBe("600;w=60");
     expect(refused.headers.get("RateLimit")).toBe(`limit=600, remaining=0, reset=${retryAfter}`);
 
     const other = await seedStore();
-    expect((await api(`/products/${uuid()}`, { token: other.token })).status).toBe(404);
+    await expectStatus(await api(`/products/${uuid()}`, { token: other.token }), 404);
   }, 60_000);
 
   it("carries RateLimit-Policy and RateLimit on accepted responses", async () => {
@@ -80,7 +80,7 @@ describe("general API limit: 600 per 60 seconds per token", () => {
     const { token } = await seedStore();
     const other = await seedStore();
     const refused = await api(`/products/${uuid()}`, { token, store: other.storeId });
-    expect(refused.status).toBe(403);
+    await expectStatus(refused, 403);
     const next = await api(`/products/${uuid()}`, { token });
     expect(next.headers.get("RateLimit")).toMatch(/remaining=598/);
   });

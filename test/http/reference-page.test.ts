@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import demo from "../../fixtures/demo.json";
 import { createApp } from "../../src/app";
-import { api } from "../support/http";
+import { api, expectStatus } from "../support/http";
 
 const demoToken = demo.tokens[0]?.token ?? "";
 
@@ -16,7 +16,7 @@ function referenceConfiguration(html: string): Record<string, unknown> {
 describe("GET /api/v1/docs: the demo token in Test Request", () => {
   it("is pre-filled for the bearer scheme with DEV_FIXTURES=on", async () => {
     const response = await api("/docs");
-    expect(response.status).toBe(200);
+    await expectStatus(response, 200);
     const configuration = referenceConfiguration(await response.text());
     expect(configuration.authentication).toEqual({
       preferredSecurityScheme: "bearerAuth",
@@ -29,7 +29,7 @@ describe("GET /api/v1/docs: the demo token in Test Request", () => {
     const app = createApp();
     for (const value of ["off", "", undefined, "yes"]) {
       const response = await app.request("/api/v1/docs", {}, { ...env, DEV_FIXTURES: value });
-      expect(response.status).toBe(200);
+      await expectStatus(response, 200);
       const html = await response.text();
       const configuration = referenceConfiguration(html);
       expect(configuration).not.toHaveProperty("authentication");

@@ -1,39 +1,25 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/app";
 import { createDb } from "../../src/db/client";
 import { apiTokens } from "../../src/db/schema";
 import { tokenCache } from "../../src/http/auth";
 import { TokenCache, UNKNOWN_TOKEN_CACHE_SECONDS, type VerifiedToken } from "../../src/http/token-cache";
 import { sha256Hex } from "../../src/lib/crypto";
+import { isolateClock, manualClock } from "../support/clock";
 import { seed, seedProduct, seedStore, uuid } from "../support/factories";
-import { origin } from "../support/http";
-
-const app = createApp();
-
-/** A bearer call through the app with some configuration variables overridden, as `wrangler dev --var` would. */
-async function call(path: string, token: string, vars: Record<string, string>): Promise<Response> {
-  const ctx = createExecutionContext();
-  const request = new Request(`${origin}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
-  const response = await app.fetch(request, { ...env, ...vars }, ctx);
-  await waitOnExecutionContext(ctx);
-  return response;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { api, expectJson, expectStatus } from "../support/http";
 
 /** A clock the test moves by hand, and a loader that counts its D1 reads. */
 function fixture(rows: Record<string, VerifiedToken> = {}) {
-  let now = 1_000_000;
-  const cache = new TokenCache({ now: () => now, maxEntries: 3 });
+  const clock = manualClock();
+  const cache = new TokenCache({ now: clock.now, maxEntries: 3 });
   const reads: string[] = [];
   const load = async (hash: string) => {
     reads.push(hash);
     return rows[hash] ?? null;
   };
-  return { cache, reads, load, advance: (ms: number) => (now += ms) };
+  return { cache, reads, load, advance: clock.advance };
 }
 
 const row = (hash: string): VerifiedToken => ({ tokenHash: hash, storeIds: [uuid()], abilities: ["*"] });
@@ -96,34 +82,36 @@ describe("token cache (unit, injected clock)", () => {
 
 describe("token cache through the guard: revocation takes effect within TOKEN_CACHE_SECONDS", () => {
   const vars = { TOKEN_CACHE_SECONDS: "1" };
+  // The guard's cache reads the isolate's clock: these tests move it past the cache time instead of waiting.
+  const clock = isolateClock();
+  /** A bearer call through the app with some configuration variables overridden, as `wrangler dev --var` would. */
+  const call = (path: string, token: string, overrides: Record<string, string>) => api(path, { token, env: overrides });
 
   it("still accepts a token deleted from D1 until the cache time passes, then answers 401", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     await createDb(env.DB)
       .delete(apiTokens)
       .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
-    await sleep(1_100);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
+    clock.advance(1_100);
     const refused = await call(`/products/${product.id}`, token, vars);
-    expect(refused.status).toBe(401);
-    expect(await refused.json()).toEqual({ message: "Unauthenticated." });
+    expect(await expectJson(refused, 401)).toEqual({ message: "Unauthenticated." });
   });
 
   it("keeps a token's old abilities until the cache time passes, then applies the new ones (403)", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
     await createDb(env.DB)
       .update(apiTokens)
       .set({ abilities: ["subscriptions:read"] })
       .where(eq(apiTokens.tokenHash, await sha256Hex(token)));
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
-    await sleep(1_100);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
+    clock.advance(1_100);
     const refused = await call(`/products/${product.id}`, token, vars);
-    expect(refused.status).toBe(403);
-    expect(await refused.json()).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(refused, 403)).toEqual({ message: "This action is unauthorized." });
   });
 
   it("answers a token unknown at first 401 (without a second D1 read) until the unknown entry lapses", async () => {
@@ -131,30 +119,28 @@ describe("token cache through the guard: revocation takes effect within TOKEN_CA
     const product = await seedProduct(storeId);
     const token = `test-token-${uuid()}`;
     const loadsBefore = tokenCache.loads;
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 401);
     await seed({ tokens: [{ token, store_ids: [storeId], abilities: ["*"] }] });
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(401);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 401);
     expect(tokenCache.loads - loadsBefore).toBe(1);
-    await sleep(1_100);
-    expect((await call(`/products/${product.id}`, token, vars)).status).toBe(200);
+    clock.advance(1_100);
+    await expectStatus(await call(`/products/${product.id}`, token, vars), 200);
   });
 
   it("reads D1 once for many warm calls of a token", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const loadsBefore = tokenCache.loads;
-    for (let i = 0; i < 5; i++) expect((await call(`/products/${product.id}`, token, {})).status).toBe(200);
+    for (let i = 0; i < 5; i++) await expectStatus(await call(`/products/${product.id}`, token, {}), 200);
     expect(tokenCache.loads - loadsBefore).toBe(1);
   });
 });
 
 describe("API reference", () => {
   it("says in the bearer security scheme that a revocation takes effect within TOKEN_CACHE_SECONDS", async () => {
-    const response = await app.fetch(new Request(`${origin}/api/v1/openapi.json`), env, createExecutionContext());
-    expect(response.status).toBe(200);
-    const document = (await response.json()) as {
+    const document = await expectJson<{
       components: { securitySchemes: Record<string, { type: string; scheme: string; description?: string }> };
-    };
+    }>(await api("/openapi.json"), 200);
     const scheme = document.components.securitySchemes.bearerAuth;
     expect(scheme).toMatchObject({ type: "http", scheme: "bearer" });
     expect(scheme?.description).toMatch(/revoking a token .* takes effect within that time/);

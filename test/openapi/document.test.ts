@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import committed from "../../openapi/openapi.json";
-import { api, origin } from "../support/http";
+import { api, expectJson, origin } from "../support/http";
 import { type OpenApiDocument, operationsOf, type Parameter, resolve, type Schema } from "../support/openapi";
 
-const served = async () => (await (await api("/openapi.json")).json()) as OpenApiDocument;
+const served = async () => expectJson<OpenApiDocument>(await api("/openapi.json"), 200);
 
 describe("the committed OpenAPI document", () => {
   it("is the document the Worker serves, with the server relative to the origin (else: npm run openapi)", async () => {

@@ -11,7 +11,7 @@ import { webhookEvents } from "../../src/db/schema";
 import { FixtureDocument, type FixtureProduct, type FixtureVariant } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { productInput, seedToken, uuid, variantInput } from "../support/factories";
+import { customFields, productInput, seedToken, uuid, variantInput } from "../support/factories";
 import { origin } from "../support/http";
 import { png } from "../support/media-bytes";
 import {
@@ -71,17 +71,16 @@ const [fullToken, readOnlyToken] = demo.tokens;
 if (!store || !otherStore || !fullToken || !readOnlyToken)
   throw new Error("fixtures/demo.json: two stores, two tokens");
 
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
-const draftVariant = variantInput({ status: "draft", custom_fields: fields("rozmiar", "kolor") });
+const draftVariant = variantInput({ status: "draft", custom_fields: customFields("rozmiar", "kolor") });
 /** The demo has no draft with waitlist or variant fields; this product gives the draft deletes something to delete. */
 const draftedProduct = productInput(store.id, {
-  custom_fields: fields("nip", "telefon"),
-  waitlist_custom_fields: fields("email"),
-  variants: [variantInput({ custom_fields: fields("rozmiar") })],
+  custom_fields: customFields("nip", "telefon"),
+  waitlist_custom_fields: customFields("email"),
+  variants: [variantInput({ custom_fields: customFields("rozmiar") })],
   draft: {
     draft_version: 1,
-    custom_fields: fields("nip", "telefon", "firma"),
-    waitlist_custom_fields: fields("email", "miasto"),
+    custom_fields: customFields("nip", "telefon", "firma"),
+    waitlist_custom_fields: customFields("email", "miasto"),
     variants: [draftVariant],
   },
 });

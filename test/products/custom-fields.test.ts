@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { customFieldMessages } from "../../src/products/custom-fields";
 import { draftMessages } from "../../src/products/drafts";
-import { seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
-import { api, json } from "../support/http";
+import { customFields, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
+import { api, expectJson, expectStatus } from "../support/http";
+import { readDraft, readProduct, storedProduct } from "../support/products";
 
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
 const names = (list: unknown) => (list as { name: string; order: number }[]).map((f) => `${f.order}:${f.name}`);
 
 async function liveProduct(overrides = {}) {
   const { storeId, token } = await seedStore();
-  const variant = variantInput({ custom_fields: fields("size", "colour") });
+  const variant = variantInput({ custom_fields: customFields("size", "colour") });
   const product = await seedProduct(storeId, {
-    custom_fields: fields("nip", "phone", "company"),
-    waitlist_custom_fields: fields("email", "city"),
+    custom_fields: customFields("nip", "phone", "company"),
+    waitlist_custom_fields: customFields("email", "city"),
     variants: [variant],
     ...overrides,
   });
@@ -21,13 +21,13 @@ async function liveProduct(overrides = {}) {
 
 async function productWithDraft() {
   const { storeId, token } = await seedStore();
-  const draftVariant = variantInput({ status: "draft", custom_fields: fields("size", "colour") });
+  const draftVariant = variantInput({ status: "draft", custom_fields: customFields("size", "colour") });
   const product = await seedProduct(storeId, {
-    custom_fields: fields("live-only"),
+    custom_fields: customFields("live-only"),
     draft: {
       draft_version: 2,
-      custom_fields: fields("nip", "phone", "company"),
-      waitlist_custom_fields: fields("email", "city"),
+      custom_fields: customFields("nip", "phone", "company"),
+      waitlist_custom_fields: customFields("email", "city"),
       variants: [draftVariant],
     },
   });
@@ -40,33 +40,34 @@ describe("live custom-field deletes", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
     const { token, product } = await liveProduct();
     const response = await del(`/products/${product.id}/custom-fields/phone`, token);
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
   });
 
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a waitlist field and renumbers", async () => {
     const { token, product } = await liveProduct();
-    expect((await del(`/products/${product.id}/waitlist-custom-fields/email`, token)).status).toBe(204);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    await expectStatus(await del(`/products/${product.id}/waitlist-custom-fields/email`, token), 204);
+    const body = await readProduct(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:city"]);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
 
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a variant field and renumbers", async () => {
     const { token, product, variantId } = await liveProduct();
-    expect((await del(`/product-variants/${variantId}/custom-fields/size`, token)).status).toBe(204);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    await expectStatus(await del(`/product-variants/${variantId}/custom-fields/size`, token), 204);
+    const body = await readProduct(product.id, token);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
 
   it("matches path ids case-insensitively: upper-case product and variant ids delete their fields", async () => {
     const { token, product, variantId } = await liveProduct();
-    expect((await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token)).status).toBe(204);
-    expect((await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token)).status).toBe(204);
-    const body = await json<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
-      await api(`/products/${product.id}`, { token }),
+    await expectStatus(await del(`/products/${product.id.toUpperCase()}/custom-fields/phone`, token), 204);
+    await expectStatus(await del(`/product-variants/${variantId.toUpperCase()}/custom-fields/size`, token), 204);
+    const body = await readProduct<{ custom_fields: unknown; variants: { custom_fields: unknown }[] }>(
+      product.id,
+      token,
     );
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
     expect(names(body.variants[0]?.custom_fields)).toEqual(["0:colour"]);
@@ -74,45 +75,42 @@ describe("live custom-field deletes", () => {
 
   it("delete custom field rule 2 (docs/api.md, Delete custom field): a second delete of the same name returns 404 Custom field with name <name> not found", async () => {
     const { token, product } = await liveProduct();
-    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/nip`, token), 204);
     const again = await del(`/products/${product.id}/custom-fields/nip`, token);
-    expect(again.status).toBe(404);
-    expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
+    expect(await expectJson(again, 404)).toEqual({ message: "Custom field with name nip not found" });
   });
 
   it("delete custom field rule 3 (docs/api.md, Delete custom field): deleting the last variant field leaves an empty stored array, read as [] not null", async () => {
     const { token, product, variantId } = await liveProduct();
     await del(`/product-variants/${variantId}/custom-fields/size`, token);
-    expect((await del(`/product-variants/${variantId}/custom-fields/colour`, token)).status).toBe(204);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    await expectStatus(await del(`/product-variants/${variantId}/custom-fields/colour`, token), 204);
+    const body = await readProduct(product.id, token);
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
-    const stored = await json(await api(`/_dev/products/${product.id}`));
+    const stored = await storedProduct(product.id);
     expect(stored.variants).toEqual([{ id: variantId, custom_fields: [] }]);
   });
 
   it("delete custom field rule 4 (docs/api.md, Delete custom field): a live delete while the product has a draft returns 409 and deletes nothing", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/custom-fields/live-only`, token);
-    expect(response.status).toBe(409);
-    expect(await json(response)).toEqual({ message: customFieldMessages.productHasDraft });
-    expect((await json(await api(`/_dev/products/${product.id}`))).custom_fields).toEqual(fields("live-only"));
+    expect(await expectJson(response, 409)).toEqual({ message: customFieldMessages.productHasDraft });
+    expect((await storedProduct(product.id)).custom_fields).toEqual(customFields("live-only"));
   });
 
   it("delete custom field rule 4 (docs/api.md, Delete custom field): the has-draft 409 comes before the unknown-field 404", async () => {
     const { token, product } = await productWithDraft();
-    expect((await del(`/products/${product.id}/custom-fields/never-existed`, token)).status).toBe(409);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/never-existed`, token), 409);
   });
 
   it("answers unknown, archived and other-store products 404 with the product message", async () => {
     const { token, storeId } = await liveProduct();
-    const archived = await seedProduct(storeId, { status: "archived", custom_fields: fields("nip") });
+    const archived = await seedProduct(storeId, { status: "archived", custom_fields: customFields("nip") });
     const other = await liveProduct();
     for (const id of [uuid(), archived.id, other.product.id]) {
       const response = await del(`/products/${id}/custom-fields/nip`, token);
-      expect(response.status).toBe(404);
-      expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+      expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
     }
-    expect((await json(await api(`/_dev/products/${other.product.id}`))).custom_fields).toHaveLength(3);
+    expect((await storedProduct(other.product.id)).custom_fields).toHaveLength(3);
   });
 
   it("answers unknown and other-store variants 404 Variant with ID <id> not found", async () => {
@@ -120,27 +118,23 @@ describe("live custom-field deletes", () => {
     const other = await liveProduct();
     for (const id of [uuid(), other.variantId]) {
       const response = await del(`/product-variants/${id}/custom-fields/size`, token);
-      expect(response.status).toBe(404);
-      expect(await json(response)).toEqual({ message: `Variant with ID ${id} not found` });
+      expect(await expectJson(response, 404)).toEqual({ message: `Variant with ID ${id} not found` });
     }
   });
 
   it("answers malformed ids 400 before any lookup", async () => {
     const { token } = await liveProduct();
     const product = await del("/products/123/custom-fields/nip", token);
-    expect(product.status).toBe(400);
-    expect(await json(product)).toEqual({ message: "Invalid product ID." });
+    expect(await expectJson(product, 400)).toEqual({ message: "Invalid product ID." });
     const variant = await del("/product-variants/abc/custom-fields/nip", token);
-    expect(variant.status).toBe(400);
-    expect(await json(variant)).toEqual({ message: "Invalid variant ID." });
+    expect(await expectJson(variant, 400)).toEqual({ message: "Invalid variant ID." });
   });
 
   it("needs products:write (403 This action is unauthorized.)", async () => {
     const { storeId, product } = await liveProduct();
     const reader = await seedToken([storeId], ["products:read"]);
     const response = await del(`/products/${product.id}/custom-fields/nip`, reader);
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(response, 403)).toEqual({ message: "This action is unauthorized." });
   });
 
   it("treats names that cannot be slugs as simply not found", async () => {
@@ -148,18 +142,17 @@ describe("live custom-field deletes", () => {
     const odd = ["Łódź-żółw", "%2F", "a%2Fb", "with%20space", "x".repeat(200), "%E2%9C%93", "...", "%25", "NIP"];
     for (const name of odd) {
       const response = await del(`/products/${product.id}/custom-fields/${name}`, token);
-      expect(response.status, name).toBe(404);
-      expect((await json<{ message: string }>(response)).message, name).toMatch(
+      expect((await expectJson<{ message: string }>(response, 404, name)).message, name).toMatch(
         /^Custom field with name .* not found$/,
       );
     }
   });
 
   it("decodes a percent-encoded name once", async () => {
-    const { token, product } = await liveProduct({ custom_fields: fields("a b", "c%41") });
-    expect((await del(`/products/${product.id}/custom-fields/a%20b`, token)).status).toBe(204);
+    const { token, product } = await liveProduct({ custom_fields: customFields("a b", "c%41") });
+    await expectStatus(await del(`/products/${product.id}/custom-fields/a%20b`, token), 204);
     const literal = await del(`/products/${product.id}/custom-fields/c%2541`, token);
-    expect(literal.status).toBe(204);
+    await expectStatus(literal, 204);
   });
 
   it("records the change of the fields section only when a field was deleted", async () => {
@@ -172,10 +165,10 @@ describe("live custom-field deletes", () => {
           .first<{ at: number }>()
       )?.at;
     expect(await fieldsChangedAt()).toBe(0);
-    expect((await del(`/products/${product.id}/custom-fields/unknown`, token)).status).toBe(404);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/unknown`, token), 404);
     expect(await fieldsChangedAt()).toBe(0);
     const before = Date.now();
-    expect((await del(`/products/${product.id}/custom-fields/nip`, token)).status).toBe(204);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/nip`, token), 204);
     expect(await fieldsChangedAt()).toBeGreaterThanOrEqual(before);
   });
 
@@ -186,7 +179,7 @@ describe("live custom-field deletes", () => {
       del(`/products/${product.id}/custom-fields/company`, token),
     ]);
     expect(results.map((r) => r.status)).toEqual([204, 204]);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:phone"]);
   });
 
@@ -197,7 +190,7 @@ describe("live custom-field deletes", () => {
       del(`/products/${product.id}/custom-fields/phone`, token),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([204, 404]);
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    const body = await readProduct(product.id, token);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
   });
 });
@@ -206,27 +199,28 @@ describe("draft custom-field deletes", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/draft/custom-fields/phone`, token, { draft_version: 2 });
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
     const draft = await api(`/products/${product.id}/draft`, { token });
+    const body = await expectJson(draft, 200);
     expect(draft.headers.get("ETag")).toBe('"3"');
-    const body = await json(draft);
     expect(body.draft_version).toBe(3);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:company"]);
-    const live = await json(await api(`/products/${product.id}`, { token }));
+    const live = await readProduct(product.id, token);
     expect(names(live.custom_fields)).toEqual(["0:live-only"]);
   });
 
   it("deletes waitlist and variant fields of the overlay, including an unpublished draft variant", async () => {
     const { token, product, variantId } = await productWithDraft();
-    expect(
-      (await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 })).status,
-    ).toBe(204);
-    expect(
-      (await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }))
-        .status,
-    ).toBe(204);
-    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    await expectStatus(
+      await del(`/products/${product.id}/draft/waitlist-custom-fields/city`, token, { draft_version: 2 }),
+      204,
+    );
+    await expectStatus(
+      await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 3 }),
+      204,
+    );
+    const body = await readDraft(product.id, token);
     expect(names(body.waitlist_custom_fields)).toEqual(["0:email"]);
     expect(names((body.variants as { custom_fields: unknown }[])[0]?.custom_fields)).toEqual(["0:colour"]);
   });
@@ -235,7 +229,7 @@ describe("draft custom-field deletes", () => {
     const { token, product, variantId } = await productWithDraft();
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/size`, token, { draft_version: 2 });
     await del(`/products/${product.id}/draft/variants/${variantId}/custom-fields/colour`, token, { draft_version: 3 });
-    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    const body = await readDraft(product.id, token);
     expect((body.variants as { custom_fields: unknown }[])[0]?.custom_fields).toEqual([]);
   });
 
@@ -243,18 +237,16 @@ describe("draft custom-field deletes", () => {
     const { token, product } = await productWithDraft();
     await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
     const again = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 3 });
-    expect(again.status).toBe(404);
-    expect(await json(again)).toEqual({ message: "Custom field with name nip not found" });
+    expect(await expectJson(again, 404)).toEqual({ message: "Custom field with name nip not found" });
   });
 
   it("delete custom field rule 5 (docs/api.md, Delete custom field): a stale draft_version returns 409 and changes nothing", async () => {
     const { token, product } = await productWithDraft();
     for (const version of [1, 3]) {
       const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
-      expect(response.status).toBe(409);
-      expect(await json(response)).toEqual({ message: draftMessages.stale });
+      expect(await expectJson(response, 409)).toEqual({ message: draftMessages.stale });
     }
-    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    const body = await readDraft(product.id, token);
     expect(body.draft_version).toBe(2);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
@@ -279,8 +271,7 @@ describe("draft custom-field deletes", () => {
         rawBody: raw,
         headers: raw === undefined ? {} : { "Content-Type": "application/json" },
       });
-      expect(response.status, String(raw)).toBe(422);
-      const body = await json<{ message: string; errors: Record<string, string[]> }>(response);
+      const body = await expectJson<{ message: string; errors: Record<string, string[]> }>(response, 422, String(raw));
       expect(body.message).toBe("The given data was invalid.");
       expect(Object.keys(body.errors)).toEqual(["draft_version"]);
     }
@@ -290,8 +281,7 @@ describe("draft custom-field deletes", () => {
     const { token, product } = await productWithDraft();
     for (const version of ["2", 2.5, 0, -1, 1e20, true, {}, [2]]) {
       const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: version });
-      expect(response.status, JSON.stringify(version)).toBe(422);
-      expect(await json(response)).toEqual({
+      expect(await expectJson(response, 422, JSON.stringify(version))).toEqual({
         message: "The given data was invalid.",
         errors: { draft_version: [draftMessages.versionInvalid] },
       });
@@ -301,8 +291,7 @@ describe("draft custom-field deletes", () => {
   it("order: no draft (404) before the version check (422)", async () => {
     const { token, product } = await liveProduct();
     const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token);
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
   });
 
   it("order: stale version (409) before the unknown field (404)", async () => {
@@ -321,16 +310,14 @@ describe("draft custom-field deletes", () => {
     const response = await del(`/products/${product.id}/draft/variants/${id}/custom-fields/size`, token, {
       draft_version: 2,
     });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Variant with ID ${id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Variant with ID ${id} not found` });
   });
 
   it("answers other-store products exactly like unknown ones", async () => {
     const mine = await seedStore();
     const { product } = await productWithDraft();
     const response = await del(`/products/${product.id}/draft/custom-fields/nip`, mine.token, { draft_version: 2 });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
   });
 
   it("race: two concurrent deletes with the same version give exactly one 204 and one 409", async () => {
@@ -340,7 +327,7 @@ describe("draft custom-field deletes", () => {
       del(`/products/${product.id}/draft/custom-fields/company`, token, { draft_version: 2 }),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([204, 409]);
-    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    const body = await readDraft(product.id, token);
     expect(body.draft_version).toBe(3);
     expect((body.custom_fields as unknown[]).length).toBe(2);
     expect((body.custom_fields as { order: number }[]).map((f) => f.order)).toEqual([0, 1]);
@@ -351,29 +338,28 @@ describe("DELETE /products/{id}/draft", () => {
   it("drops the overlay: 204, has_draft false, live writes possible again", async () => {
     const { token, product } = await productWithDraft();
     const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token, body: { ignored: true } });
-    expect(response.status).toBe(204);
+    await expectStatus(response, 204);
     expect(await response.text()).toBe("");
-    expect((await json(await api(`/products/${product.id}`, { token }))).has_draft).toBe(false);
-    expect((await del(`/products/${product.id}/custom-fields/live-only`, token)).status).toBe(204);
+    expect((await readProduct(product.id, token)).has_draft).toBe(false);
+    await expectStatus(await del(`/products/${product.id}/custom-fields/live-only`, token), 204);
   });
 
   it("answers 404 Product with ID <id> has no draft. when there is none", async () => {
     const { token, product } = await liveProduct();
     const response = await api(`/products/${product.id}/draft`, { method: "DELETE", token });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
   });
 
   it("makes a draft write with the old version answer 404 no draft", async () => {
     const { token, product } = await productWithDraft();
     await api(`/products/${product.id}/draft`, { method: "DELETE", token });
     const response = await del(`/products/${product.id}/draft/custom-fields/nip`, token, { draft_version: 2 });
-    expect(response.status).toBe(404);
+    await expectStatus(response, 404);
   });
 
   it("needs products:write", async () => {
     const { storeId, product } = await productWithDraft();
     const reader = await seedToken([storeId], ["products:read"]);
-    expect((await api(`/products/${product.id}/draft`, { method: "DELETE", token: reader })).status).toBe(403);
+    await expectStatus(await api(`/products/${product.id}/draft`, { method: "DELETE", token: reader }), 403);
   });
 });

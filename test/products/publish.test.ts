@@ -1,20 +1,28 @@
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { draftMessages } from "../../src/products/drafts";
 import { publishMessages } from "../../src/products/publish";
-import { productInput, seed, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
-import { api, json } from "../support/http";
+import {
+  customFields,
+  productInput,
+  seed,
+  seedProduct,
+  seedStore,
+  seedToken,
+  uuid,
+  variantInput,
+} from "../support/factories";
+import { api, expectJson, expectStatus } from "../support/http";
+import { readProduct, storedProduct } from "../support/products";
 
 type Call = { op: string; course_id?: string; project_id?: string; ok: boolean };
 
 const publish = (id: string, token: string) => api(`/products/${id}/publish`, { method: "POST", token });
 const setFaults = async (storeId: string, mode: unknown) => {
   const response = await api("/_dev/platform/faults", { method: "POST", body: { store_id: storeId, mode } });
-  expect(response.status).toBe(204);
+  await expectStatus(response, 204);
 };
 const calls = async (storeId: string) =>
-  (await json<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`))).items;
-const stored = (id: string) => api(`/_dev/products/${id}`).then((r) => json(r));
-const fields = (...names: string[]) => names.map((name, order) => ({ name, enabled: true, order }));
+  (await expectJson<{ items: Call[] }>(await api(`/_dev/platform/calls?store_id=${storeId}`), 200)).items;
 
 /** A store on the platform, and a product whose draft changes fields, slug, wall and courses. */
 async function platformScenario(
@@ -31,12 +39,12 @@ async function platformScenario(
   const product = await seedProduct(storeId, {
     status: "draft",
     name: "Live name",
-    custom_fields: fields("live-field"),
+    custom_fields: customFields("live-field"),
     courses: [keep, remove],
     draft: {
       draft_version: 5,
       product: { name: "Draft name", slug: "kurs-nowy" },
-      custom_fields: fields("nip", "phone"),
+      custom_fields: customFields("nip", "phone"),
       variants: [draftVariant],
       cross_sells: [
         {
@@ -61,27 +69,27 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 1 (docs/api.md, Publish): persists the overlay (unpublished variants included) as the live product, drops it, answers 200", async () => {
     const s = await platformScenario();
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(200);
-    const body = await json(response);
+    const body = await expectJson(response, 200);
     expect(body).toMatchObject({
       id: s.product.id,
       status: "published",
       has_draft: false,
       name: "Draft name",
       slug: "kurs-nowy",
-      custom_fields: fields("nip", "phone"),
+      custom_fields: customFields("nip", "phone"),
     });
     expect((body.variants as { id: string; status: string }[]).map((v) => [v.id, v.status])).toEqual([
       [s.draftVariant.id, "draft"],
     ]);
-    expect((await api(`/products/${s.product.id}/draft`, { token: s.token })).status).toBe(404);
-    const live = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+    await expectStatus(await api(`/products/${s.product.id}/draft`, { token: s.token }), 404);
+    const live = await readProduct(s.product.id, s.token);
     expect(live).toEqual(body);
-    const crossSells = await json<{ items: { title: string }[] }>(
+    const crossSells = await expectJson<{ items: { title: string }[] }>(
       await api(`/products/${s.product.id}/cross-sells`, { token: s.token }),
+      200,
     );
     expect(crossSells.items.map((item) => item.title)).toEqual(["Bonus"]);
-    expect(await stored(s.product.id)).toMatchObject({
+    expect(await storedProduct(s.product.id)).toMatchObject({
       courses: [s.keep, s.add].sort(),
       redirect_course_id: s.add,
       wall_id: s.wall,
@@ -92,7 +100,7 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 1 (docs/api.md, Publish): a published product with an overlay is refreshed the same way", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { status: "published", draft: { product: { name: "Refreshed" } } });
-    const body = await json(await publish(product.id, token));
+    const body = await expectJson(await publish(product.id, token), 200);
     expect(body).toMatchObject({ status: "published", name: "Refreshed", has_draft: false });
   });
 
@@ -100,16 +108,14 @@ describe("POST /products/{id}/publish", () => {
     const { storeId, token } = await seedStore();
     const draft = await seedProduct(storeId, { status: "draft", name: "Bez szkicu" });
     const first = await publish(draft.id, token);
-    expect(first.status).toBe(200);
-    expect(await json(first)).toMatchObject({
+    expect(await expectJson(first, 200)).toMatchObject({
       id: draft.id,
       status: "published",
       has_draft: false,
       name: "Bez szkicu",
     });
     const again = await publish(draft.id, token);
-    expect(again.status).toBe(200);
-    expect((await json(again)).status).toBe("published");
+    expect((await expectJson(again, 200)).status).toBe("published");
   });
 
   it("publish rule 2 (docs/api.md, Publish): without an active plan answers 422 flat {message}, changes nothing, and repeats the same answer", async () => {
@@ -118,14 +124,13 @@ describe("POST /products/{id}/publish", () => {
     const publishedProduct = await seedProduct(storeId, { status: "published", draft: { product: { name: "Y" } } });
     for (const product of [draftProduct, publishedProduct, draftProduct]) {
       const response = await publish(product.id, token);
-      expect(response.status).toBe(422);
-      expect(await json(response)).toEqual({ message: publishMessages.noActivePlan });
+      expect(await expectJson(response, 422)).toEqual({ message: publishMessages.noActivePlan });
     }
-    expect(await json(await api(`/products/${draftProduct.id}`, { token }))).toMatchObject({
+    expect(await readProduct(draftProduct.id, token)).toMatchObject({
       status: "draft",
       has_draft: true,
     });
-    expect(await json(await api(`/products/${publishedProduct.id}`, { token }))).toMatchObject({
+    expect(await readProduct(publishedProduct.id, token)).toMatchObject({
       status: "published",
       has_draft: true,
     });
@@ -134,19 +139,17 @@ describe("POST /products/{id}/publish", () => {
   it("publish rule 3 (docs/api.md, Publish): a deleted wall project answers 422 errors.wall_id and the draft stays", async () => {
     const s = await platformScenario({ wall_id: uuid() });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 422)).toEqual({
       message: "The given data was invalid.",
       errors: { wall_id: [publishMessages.wallGone] },
     });
-    expect((await stored(s.product.id)).draft_version).toBe(5);
+    expect((await storedProduct(s.product.id)).draft_version).toBe(5);
   });
 
   it("publish rule 3 (docs/api.md, Publish): a deleted footer project answers 422 errors.footer_id", async () => {
     const s = await platformScenario({ footer_id: uuid() });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 422)).toEqual({
       message: "The given data was invalid.",
       errors: { footer_id: [publishMessages.footerGone] },
     });
@@ -166,44 +169,49 @@ describe("POST /products/{id}/publish", () => {
         }),
       ],
     });
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), redirect_course_id: null });
+    await expectStatus(await publish(s.product.id, s.token), 200);
+    expect(await storedProduct(s.product.id)).toMatchObject({
+      courses: [s.keep, s.add].sort(),
+      redirect_course_id: null,
+    });
   });
 
   it("publish rule 5 (docs/api.md, Publish): a draft without player changes no courses and asks the platform for no course operation", async () => {
     const s = await platformScenario({ player: undefined });
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.remove].sort(), redirect_course_id: null });
+    await expectStatus(await publish(s.product.id, s.token), 200);
+    expect(await storedProduct(s.product.id)).toMatchObject({
+      courses: [s.keep, s.remove].sort(),
+      redirect_course_id: null,
+    });
     expect((await calls(s.storeId)).map((call) => call.op)).toEqual(["check_account", "check_project"]);
   });
 
   it("asks the platform nothing when the overlay has no wall, footer or player", async () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await setFaults(s.storeId, "down");
-    expect((await publish(s.product.id, s.token)).status).toBe(200);
+    await expectStatus(await publish(s.product.id, s.token), 200);
     expect(await calls(s.storeId)).toEqual([]);
   });
 
   it("publish rule 7 (docs/api.md, Publish): an account not connected to the platform answers 422 without errors and the draft stays", async () => {
     const s = await platformScenario({}, { platform: { connected: false, projects: [], courses: [] } });
     const response = await publish(s.product.id, s.token);
-    expect(response.status).toBe(422);
-    expect(await json(response)).toEqual({ message: publishMessages.accountNotConnected });
-    expect((await stored(s.product.id)).draft_version).toBe(5);
+    expect(await expectJson(response, 422)).toEqual({ message: publishMessages.accountNotConnected });
+    expect((await storedProduct(s.product.id)).draft_version).toBe(5);
   });
 
   it("publish rule 8 (docs/api.md, Publish): a slug taken meanwhile is stored as the first free <slug>-N and returned", async () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await seedProduct(s.storeId, { slug: "kurs-nowy" });
     await seedProduct(s.storeId, { slug: "kurs-nowy-2" });
-    const body = await json(await publish(s.product.id, s.token));
+    const body = await expectJson(await publish(s.product.id, s.token), 200);
     expect(body.slug).toBe("kurs-nowy-3");
   });
 
   it("publish rule 8 (docs/api.md, Publish): the product's own slug is not a collision", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { slug: "moj-kurs", draft: { product: { name: "Nowa nazwa" } } });
-    expect((await json(await publish(product.id, token))).slug).toBe("moj-kurs");
+    expect((await expectJson(await publish(product.id, token), 200)).slug).toBe("moj-kurs");
   });
 
   for (const section of ["fields", "settings", "styles", "media"] as const) {
@@ -214,9 +222,8 @@ describe("POST /products/{id}/publish", () => {
         draft: { based_on: { [section]: "2026-05-01T10:00:00Z" } },
       });
       const response = await publish(product.id, token);
-      expect(response.status).toBe(409);
-      expect(await json(response)).toEqual({ message: publishMessages.staleOverlay });
-      expect((await json(await api(`/products/${product.id}`, { token }))).has_draft).toBe(true);
+      expect(await expectJson(response, 409)).toEqual({ message: publishMessages.staleOverlay });
+      expect((await readProduct(product.id, token)).has_draft).toBe(true);
     });
   }
 
@@ -227,8 +234,7 @@ describe("POST /products/{id}/publish", () => {
     const theirs = await seedProduct(other.storeId);
     for (const id of [uuid(), archived.id, theirs.id]) {
       const response = await publish(id, token);
-      expect(response.status).toBe(404);
-      expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+      expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
     }
   });
 
@@ -237,8 +243,7 @@ describe("POST /products/{id}/publish", () => {
     const product = await seedProduct(storeId);
     const writer = await seedToken([storeId], ["products:write", "products:read"]);
     const response = await publish(product.id, writer);
-    expect(response.status).toBe(403);
-    expect(await json(response)).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(response, 403)).toEqual({ message: "This action is unauthorized." });
   });
 });
 
@@ -291,22 +296,24 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
       await setFaults(s.storeId, { fail_after: point.successes });
 
       const failed = await publish(s.product.id, s.token);
-      expect(failed.status).toBe(502);
-      expect(await json(failed)).toEqual({ message: publishMessages.platformUnavailable });
+      expect(await expectJson(failed, 502)).toEqual({ message: publishMessages.platformUnavailable });
       loggedUnavailable();
-      const afterFailure = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+      const afterFailure = await readProduct(s.product.id, s.token);
       expect(afterFailure).toMatchObject({ status: "draft", has_draft: true, name: "Live name" });
 
       await setFaults(s.storeId, "up");
       const retried = await publish(s.product.id, s.token);
-      expect(retried.status).toBe(200);
-      expect(await json(retried)).toMatchObject({ status: "published", name: "Draft name", has_draft: false });
+      expect(await expectJson(retried, 200)).toMatchObject({
+        status: "published",
+        name: "Draft name",
+        has_draft: false,
+      });
 
       const operations = (await calls(s.storeId)).filter((call) => call.ok && call.op.endsWith("_course"));
       expect(operations.map((call) => `${call.op}:${call.course_id}`).sort()).toEqual(
         [`connect_course:${s.add}`, `connect_course:${extra}`, `disconnect_course:${s.remove}`].sort(),
       );
-      expect(await stored(s.product.id)).toMatchObject({
+      expect(await storedProduct(s.product.id)).toMatchObject({
         courses: [s.keep, s.add, extra].sort(),
         redirect_course_id: extra,
         wall_id: s.wall,
@@ -319,10 +326,10 @@ describe("publish rule 6 (docs/api.md, Publish): platform unavailable, retry saf
   it("keeps operations done before a failure on the live product", async () => {
     const s = await platformScenario();
     await setFaults(s.storeId, { fail_after: 3 });
-    expect((await publish(s.product.id, s.token)).status).toBe(502);
+    await expectStatus(await publish(s.product.id, s.token), 502);
     loggedUnavailable();
     // check_account, check_project, connect(add) succeeded; the disconnect failed.
-    expect((await stored(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
+    expect((await storedProduct(s.product.id)).courses).toEqual([s.keep, s.add, s.remove].sort());
   });
 });
 
@@ -337,20 +344,19 @@ describe("publish concurrency", () => {
         body: { draft_version: 5 },
       }),
     ]);
-    const live = await json(await api(`/products/${s.product.id}`, { token: s.token }));
+    const live = await readProduct(s.product.id, s.token);
     if (published.status === 200) {
       // The publish saw version 5: live has both overlay fields, whatever the delete answered.
       expect([204, 404]).toContain(deleted.status);
       if (deleted.status === 204) {
-        expect(live.custom_fields).toEqual(fields("phone"));
+        expect(live.custom_fields).toEqual(customFields("phone"));
       } else {
-        expect(live.custom_fields).toEqual(fields("nip", "phone"));
+        expect(live.custom_fields).toEqual(customFields("nip", "phone"));
       }
     } else {
-      expect(published.status).toBe(409);
-      expect(await json(published)).toEqual({ message: draftMessages.stale });
-      expect(deleted.status).toBe(204);
-      expect(live).toMatchObject({ has_draft: true, custom_fields: fields("live-field") });
+      expect(await expectJson(published, 409)).toEqual({ message: draftMessages.stale });
+      await expectStatus(deleted, 204);
+      expect(live).toMatchObject({ has_draft: true, custom_fields: customFields("live-field") });
     }
   });
 
@@ -364,6 +370,6 @@ describe("publish concurrency", () => {
     expect(operations.map((call) => `${call.op}:${call.course_id}`).sort()).toEqual(
       [`connect_course:${s.add}`, `disconnect_course:${s.remove}`].sort(),
     );
-    expect(await stored(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), draft_version: null });
+    expect(await storedProduct(s.product.id)).toMatchObject({ courses: [s.keep, s.add].sort(), draft_version: null });
   });
 });

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { DraftProduct, Product, Variant } from "../../src/products/resource";
 import { productInput, seed, seedProduct, seedStore, uuid, variantInput } from "../support/factories";
-import { api, json, origin } from "../support/http";
+import { api, expectJson, expectStatus, origin } from "../support/http";
+import { readDraft, readProduct } from "../support/products";
 
 describe("GET /products/{id}", () => {
   it("returns the Product resource with every field of the specification, null-valued ones as null", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { description: "Opis", refund_days: 14 });
     const response = await api(`/products/${product.id}`, { token });
-    expect(response.status).toBe(200);
-    const body = await json(response);
+    const body = await expectJson(response, 200);
     expect(Object.keys(body).sort()).toEqual(Object.keys(Product.shape).sort());
     expect(body).toMatchObject({ id: product.id, status: "published", description: "Opis", refund_days: 14 });
     expect(body.delegation_label).toBeNull();
@@ -27,8 +27,7 @@ describe("GET /products/{id}", () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const response = await api(`/products/${product.id.toUpperCase()}`, { token });
-    expect(response.status).toBe(200);
-    expect((await json(response)).id).toBe(product.id);
+    expect((await expectJson(response, 200)).id).toBe(product.id);
   });
 
   it("lists custom fields as {name, enabled, order, ...definition} sorted by order", async () => {
@@ -40,7 +39,7 @@ describe("GET /products/{id}", () => {
       ],
       variants: [variantInput({ custom_fields: [] }), variantInput()],
     });
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    const body = await readProduct(product.id, token);
     expect(body.custom_fields).toEqual([
       { name: "phone", enabled: false, order: 0 },
       { name: "nip", enabled: true, order: 1, label: "NIP" },
@@ -54,31 +53,28 @@ describe("GET /products/{id}", () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { status: "archived" });
     const response = await api(`/products/${product.id}`, { token });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
   });
 
   it("answers an unknown product 404 with the specification's message", async () => {
     const { token } = await seedStore();
     const id = uuid();
     const response = await api(`/products/${id}`, { token });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${id} not found` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${id} not found` });
   });
 
   it("answers a malformed product id 400 Invalid product ID.", async () => {
     const { token } = await seedStore();
     for (const bad of ["123", "not-a-uuid", "%20", `${uuid()}x`]) {
       const response = await api(`/products/${bad}`, { token });
-      expect(response.status, bad).toBe(400);
-      expect(await json(response)).toEqual({ message: "Invalid product ID." });
+      expect(await expectJson(response, 400, bad)).toEqual({ message: "Invalid product ID." });
     }
   });
 
   it("shows has_draft true while an overlay exists", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { draft: { draft_version: 3 } });
-    const body = await json(await api(`/products/${product.id}`, { token }));
+    const body = await readProduct(product.id, token);
     expect(body.has_draft).toBe(true);
   });
 });
@@ -99,9 +95,8 @@ describe("GET /products/{id}/draft", () => {
     });
     await seed({ products: [product] });
     const response = await api(`/products/${product.id}/draft`, { token });
-    expect(response.status).toBe(200);
+    const body = await expectJson(response, 200);
     expect(response.headers.get("ETag")).toBe('"4"');
-    const body = await json(response);
     expect(DraftProduct.safeParse(body).success).toBe(true);
     expect(body).toMatchObject({
       id: product.id,
@@ -114,7 +109,7 @@ describe("GET /products/{id}/draft", () => {
     });
     expect((body.variants as { id: string }[]).map((variant) => variant.id)).toEqual([draftVariant.id]);
 
-    const live = await json(await api(`/products/${product.id}`, { token }));
+    const live = await readProduct(product.id, token);
     expect(live).toMatchObject({ name: "Live name", custom_fields: [{ name: "live-field", enabled: true, order: 0 }] });
   });
 
@@ -122,8 +117,7 @@ describe("GET /products/{id}/draft", () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const response = await api(`/products/${product.id}/draft`, { token });
-    expect(response.status).toBe(404);
-    expect(await json(response)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
+    expect(await expectJson(response, 404)).toEqual({ message: `Product with ID ${product.id} has no draft.` });
   });
 });
 
@@ -135,7 +129,7 @@ describe("draft overlay fields", () => {
       refund_days: 30,
       draft: { product: { description: "Only this changes" } },
     });
-    const body = await json(await api(`/products/${product.id}/draft`, { token }));
+    const body = await readDraft(product.id, token);
     expect(body).toMatchObject({
       description: "Only this changes",
       image_url: "https://cdn.example/cover.webp",
@@ -160,8 +154,9 @@ describe("file download links", () => {
         { name: "elsewhere.pdf", url: "https://cdn.example/elsewhere.pdf", download_url: "https://cdn.example/dl" },
       ],
     });
-    const body = await json<{ file: { download_url: string }; files: { download_url: string }[] }>(
-      await api(`/products/${product.id}`, { token }),
+    const body = await readProduct<{ file: { download_url: string }; files: { download_url: string }[] }>(
+      product.id,
+      token,
     );
     const link = new URL(body.file.download_url);
     expect(link.origin + link.pathname).toBe(locator);
@@ -169,7 +164,7 @@ describe("file download links", () => {
     expect(link.searchParams.get("signature")).toMatch(/^[0-9a-f]{64}$/);
     expect(body.files[0]?.download_url).toBe("https://cdn.example/dl");
     const download = await exports.default.fetch(body.file.download_url);
-    expect(download.status).toBe(200);
+    await expectStatus(download, 200);
     expect(await download.text()).toBe("PDF bytes");
   });
 
@@ -196,10 +191,10 @@ describe("file download links", () => {
       files: [{ name: "own.pdf", url: ownLocator, download_url: "stale" }, otherStore, foreignHost],
       variants: [variantInput({ file: variantFile })],
     });
-    const body = await json<{
+    const body = await readProduct<{
       files: { name: string; url: string; download_url: string }[];
       variants: { file: { download_url: string } }[];
-    }>(await api(`/products/${product.id}`, { token }));
+    }>(product.id, token);
     const [own, theirs, foreign] = body.files;
     const signed = new URL(own?.download_url ?? "");
     expect(signed.origin + signed.pathname).toBe(ownLocator);

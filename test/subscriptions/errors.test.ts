@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { seedStore, uuid } from "../support/factories";
-import { api, json } from "../support/http";
-import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "./support";
+import { api, expectJson } from "../support/http";
+import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 /** Expects the 400 of an unparseable value, naming the field and the value as sent. */
 async function expectInvalid(token: string, field: string, value: string) {
   const response = await listSubscriptions(token, { [field]: value });
-  expect(response.status, `${field}=${value}`).toBe(400);
-  expect(await json(response), `${field}=${value}`).toEqual({ message: `Invalid value for '${field}': '${value}'` });
+  expect(await expectJson(response, 400, `${field}=${value}`), `${field}=${value}`).toEqual({
+    message: `Invalid value for '${field}': '${value}'`,
+  });
 }
 
 const dateFields = [
@@ -86,8 +87,7 @@ describe("GET /subscriptions: unparseable values answer 400 Invalid value for '<
     await expectInvalid(token, "status", "aktywna ✓");
     await expectInvalid(token, "customer", "O'Brien");
     const raw = await api("/subscriptions?sort=%2Bname&status=active", { token });
-    expect(raw.status).toBe(400);
-    expect(await json(raw)).toEqual({ message: "Invalid value for 'sort': '+name'" });
+    expect(await expectJson(raw, 400)).toEqual({ message: "Invalid value for 'sort': '+name'" });
   });
 
   it("reports the first failing field in the order page, per_page, sort, status, customer, product, variant, dates", async () => {
@@ -107,8 +107,9 @@ describe("GET /subscriptions: unparseable values answer 400 Invalid value for '<
       const failing = order.slice(first);
       const response = await listSubscriptions(token, [...failing].reverse());
       const [field, value] = failing[0] as [string, string];
-      expect(response.status, field).toBe(400);
-      expect(await json(response), field).toEqual({ message: `Invalid value for '${field}': '${value}'` });
+      expect(await expectJson(response, 400, field), field).toEqual({
+        message: `Invalid value for '${field}': '${value}'`,
+      });
     }
   });
 
@@ -116,8 +117,7 @@ describe("GET /subscriptions: unparseable values answer 400 Invalid value for '<
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [{}]);
     const response = await listSubscriptions(token, { status: "active", per_page: "1000", query: "x" });
-    expect(response.status).toBe(400);
-    expect(await json(response)).toEqual({ message: "Invalid value for 'per_page': '1000'" });
+    expect(await expectJson(response, 400)).toEqual({ message: "Invalid value for 'per_page': '1000'" });
   });
 });
 
@@ -139,27 +139,24 @@ describe("GET /subscriptions: query is always accepted", () => {
     ];
     for (const query of attacks) {
       const response = await listSubscriptions(token, { query });
-      expect(response.status, query).toBe(200);
-      expect((await json<SubscriptionList>(response)).pagination.total, query).toBe(0);
+      expect((await expectJson<SubscriptionList>(response, 200, query)).pagination.total, query).toBe(0);
     }
     for (const query of ["o'hara", '"pro"', "\\ edycja"]) {
       const response = await listSubscriptions(token, { query });
-      expect(response.status, query).toBe(200);
       expect(
-        (await json<SubscriptionList>(response)).items.map((item) => item.id),
+        (await expectJson<SubscriptionList>(response, 200, query)).items.map((item) => item.id),
         query,
       ).toEqual([quoted?.id]);
     }
     // The table is intact and still lists both subscriptions.
-    expect((await json<SubscriptionList>(await listSubscriptions(token))).pagination.total).toBe(2);
+    expect((await expectJson<SubscriptionList>(await listSubscriptions(token), 200)).pagination.total).toBe(2);
   });
 
   it("a 10,000-character query answers 200 with nothing matched", async () => {
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [{ customer_name: "a".repeat(50) }]);
     const response = await listSubscriptions(token, { query: "a".repeat(10_000) });
-    expect(response.status).toBe(200);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 200)).toEqual({
       items: [],
       pagination: { current_page: 1, total_pages: 0, per_page: 10, total: 0 },
     });

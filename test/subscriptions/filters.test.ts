@@ -1,19 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { SubscriptionInput } from "../support/factories";
 import { seedStore, uuid } from "../support/factories";
-import { json } from "../support/http";
-import { listSubscriptions, type SubscriptionList, seedSubscriptions } from "./support";
-
-/** The ids a list answers, sorted, after checking it is a 200. */
-async function matching(token: string, params: Record<string, string>) {
-  const response = await listSubscriptions(token, { per_page: "100", ...params });
-  expect(response.status, JSON.stringify(params)).toBe(200);
-  const body = await json<SubscriptionList>(response);
-  expect(body.pagination.total, "total counts the same rows the page holds").toBe(body.items.length);
-  return body.items.map((item) => item.id as string).sort();
-}
-
-const idsOf = (...subscriptions: ({ id: string } | undefined)[]) => subscriptions.map((s) => s?.id).sort();
+import { expectJson } from "../support/http";
+import {
+  idsOf,
+  listSubscriptions,
+  matchingIds,
+  omit,
+  type SubscriptionList,
+  seedSubscriptions,
+} from "../support/subscriptions";
 
 describe("GET /subscriptions: each filter alone", () => {
   it("status: only subscriptions in that state", async () => {
@@ -25,9 +21,9 @@ describe("GET /subscriptions: each filter alone", () => {
       { status: "past_due" },
       { status: null },
     ]);
-    expect(await matching(token, { status: "canceled" })).toEqual(idsOf(canceled));
-    expect(await matching(token, { status: "incomplete_expired" })).toEqual([]);
-    expect(await matching(token, {})).toEqual(idsOf(active, canceled, trialing, pastDue, none));
+    expect(await matchingIds(token, { status: "canceled" })).toEqual(idsOf(canceled));
+    expect(await matchingIds(token, { status: "incomplete_expired" })).toEqual([]);
+    expect(await matchingIds(token, {})).toEqual(idsOf(active, canceled, trialing, pastDue, none));
   });
 
   it("customer: only that customer's subscriptions; the id is matched whatever its letter case", async () => {
@@ -38,16 +34,16 @@ describe("GET /subscriptions: each filter alone", () => {
       { customer_id: customer },
       { customer_id: uuid() },
     ]);
-    expect(await matching(token, { customer })).toEqual(idsOf(first, second));
-    expect(await matching(token, { customer: customer.toUpperCase() })).toEqual(idsOf(first, second));
-    expect(await matching(token, { customer: uuid() })).toEqual([]);
+    expect(await matchingIds(token, { customer })).toEqual(idsOf(first, second));
+    expect(await matchingIds(token, { customer: customer.toUpperCase() })).toEqual(idsOf(first, second));
+    expect(await matchingIds(token, { customer: uuid() })).toEqual([]);
   });
 
   it("product: only subscriptions of that product", async () => {
     const { storeId, token } = await seedStore();
     const product = uuid();
     const [ofProduct] = await seedSubscriptions(storeId, [{ product_id: product }, { product_id: uuid() }]);
-    expect(await matching(token, { product })).toEqual(idsOf(ofProduct));
+    expect(await matchingIds(token, { product })).toEqual(idsOf(ofProduct));
   });
 
   it("variant: only subscriptions of that variant", async () => {
@@ -58,7 +54,7 @@ describe("GET /subscriptions: each filter alone", () => {
       { product_id: product, variant_id: variant },
       { product_id: product, variant_id: uuid() },
     ]);
-    expect(await matching(token, { variant })).toEqual(idsOf(ofVariant));
+    expect(await matchingIds(token, { variant })).toEqual(idsOf(ofVariant));
   });
 
   // Four instants around the UTC day 2026-03-31: the last millisecond before it, its first and last
@@ -83,12 +79,12 @@ describe("GET /subscriptions: each filter alone", () => {
         storeId,
         edges.map((time) => ({ [column]: time }) as SubscriptionInput),
       );
-      expect(await matching(token, { [`${name}_from`]: "2026-03-31" })).toEqual(idsOf(dayStart, dayEnd, after));
-      expect(await matching(token, { [`${name}_to`]: "2026-03-31" })).toEqual(idsOf(before, dayStart, dayEnd));
-      expect(await matching(token, { [`${name}_from`]: "2026-03-31", [`${name}_to`]: "2026-03-31" })).toEqual(
+      expect(await matchingIds(token, { [`${name}_from`]: "2026-03-31" })).toEqual(idsOf(dayStart, dayEnd, after));
+      expect(await matchingIds(token, { [`${name}_to`]: "2026-03-31" })).toEqual(idsOf(before, dayStart, dayEnd));
+      expect(await matchingIds(token, { [`${name}_from`]: "2026-03-31", [`${name}_to`]: "2026-03-31" })).toEqual(
         idsOf(dayStart, dayEnd),
       );
-      expect(await matching(token, { [`${name}_from`]: "2026-03-30", [`${name}_to`]: "2026-04-01" })).toEqual(
+      expect(await matchingIds(token, { [`${name}_from`]: "2026-03-30", [`${name}_to`]: "2026-04-01" })).toEqual(
         idsOf(before, dayStart, dayEnd, after),
       );
     });
@@ -100,8 +96,7 @@ describe("GET /subscriptions: each filter alone", () => {
         edges.map((time) => ({ [column]: time }) as SubscriptionInput),
       );
       const response = await listSubscriptions(token, { [`${name}_from`]: "2026-04-01", [`${name}_to`]: "2026-03-31" });
-      expect(response.status).toBe(200);
-      expect(await json(response)).toEqual({
+      expect(await expectJson(response, 200)).toEqual({
         items: [],
         pagination: { current_page: 1, total_pages: 0, per_page: 10, total: 0 },
       });
@@ -114,8 +109,8 @@ describe("GET /subscriptions: each filter alone", () => {
       { canceled_at: "2026-03-31T12:00:00Z", current_period_end: "2026-03-31T12:00:00Z" },
       { canceled_at: null, current_period_end: null },
     ]);
-    expect(await matching(token, { canceled_to: "9999-12-31" })).toEqual(idsOf(withTimes));
-    expect(await matching(token, { current_period_end_from: "0001-01-01" })).toEqual(idsOf(withTimes));
+    expect(await matchingIds(token, { canceled_to: "9999-12-31" })).toEqual(idsOf(withTimes));
+    expect(await matchingIds(token, { current_period_end_from: "0001-01-01" })).toEqual(idsOf(withTimes));
   });
 
   it("accepts 29 February in a leap year", async () => {
@@ -124,7 +119,7 @@ describe("GET /subscriptions: each filter alone", () => {
       { created_at: "2024-02-29T12:00:00Z" },
       { created_at: "2024-03-01T12:00:00Z" },
     ]);
-    expect(await matching(token, { created_from: "2024-02-29", created_to: "2024-02-29" })).toEqual(idsOf(leapDay));
+    expect(await matchingIds(token, { created_from: "2024-02-29", created_to: "2024-02-29" })).toEqual(idsOf(leapDay));
   });
 });
 
@@ -169,7 +164,7 @@ describe("GET /subscriptions: filters combined", () => {
       current_period_end_to: "2026-04-30",
       query: "ceramik",
     };
-    expect(await matching(token, filters)).toEqual(idsOf(wanted));
+    expect(await matchingIds(token, filters)).toEqual(idsOf(wanted));
 
     // Leaving out one filter lets exactly its decoy back in.
     const [
@@ -182,18 +177,18 @@ describe("GET /subscriptions: filters combined", () => {
       periodDecoy,
       nameDecoy,
     ] = rest;
-    const without = (...names: (keyof typeof filters)[]) =>
-      Object.fromEntries(Object.entries(filters).filter(([name]) => !names.some((excluded) => excluded === name)));
-    expect(await matching(token, without("status"))).toEqual(idsOf(wanted, statusDecoy));
-    expect(await matching(token, without("customer"))).toEqual(idsOf(wanted, customerDecoy));
-    expect(await matching(token, without("product"))).toEqual(idsOf(wanted, productDecoy));
-    expect(await matching(token, without("variant"))).toEqual(idsOf(wanted, variantDecoy));
-    expect(await matching(token, without("created_from", "created_to"))).toEqual(idsOf(wanted, createdDecoy));
-    expect(await matching(token, without("canceled_from", "canceled_to"))).toEqual(idsOf(wanted, canceledDecoy));
-    expect(await matching(token, without("current_period_end_from", "current_period_end_to"))).toEqual(
+    expect(await matchingIds(token, omit(filters, "status"))).toEqual(idsOf(wanted, statusDecoy));
+    expect(await matchingIds(token, omit(filters, "customer"))).toEqual(idsOf(wanted, customerDecoy));
+    expect(await matchingIds(token, omit(filters, "product"))).toEqual(idsOf(wanted, productDecoy));
+    expect(await matchingIds(token, omit(filters, "variant"))).toEqual(idsOf(wanted, variantDecoy));
+    expect(await matchingIds(token, omit(filters, "created_from", "created_to"))).toEqual(idsOf(wanted, createdDecoy));
+    expect(await matchingIds(token, omit(filters, "canceled_from", "canceled_to"))).toEqual(
+      idsOf(wanted, canceledDecoy),
+    );
+    expect(await matchingIds(token, omit(filters, "current_period_end_from", "current_period_end_to"))).toEqual(
       idsOf(wanted, periodDecoy),
     );
-    expect(await matching(token, without("query"))).toEqual(idsOf(wanted, nameDecoy));
+    expect(await matchingIds(token, omit(filters, "query"))).toEqual(idsOf(wanted, nameDecoy));
   });
 
   it("status with a created range and sort: the filtered subset, in order, counted", async () => {
@@ -212,8 +207,7 @@ describe("GET /subscriptions: filters combined", () => {
       sort: "created_at",
       per_page: "2",
     });
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(body.items.map((item) => item.id)).toEqual([seeded[0]?.id, seeded[3]?.id]);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 2, total: 3 });
   });
@@ -225,7 +219,7 @@ describe("GET /subscriptions: filters combined", () => {
       { customer_email: "piotr@example.com", status: "canceled" },
       { customer_email: "pawel@example.com", status: "active" },
     ]);
-    expect(await matching(token, { query: "PIOTR@example.COM", status: "active" })).toEqual(idsOf(activeOne));
+    expect(await matchingIds(token, { query: "PIOTR@example.COM", status: "active" })).toEqual(idsOf(activeOne));
   });
 });
 
@@ -238,17 +232,17 @@ describe("GET /subscriptions: query", () => {
       { customer_name: "Olga Lis", product_name: "Kurs", variant_name: "Pakiet KWIATY" },
       { customer_name: "Adam Kowal", product_name: null, variant_name: null },
     ]);
-    expect(await matching(token, { query: "kwiat" })).toEqual(idsOf(byCustomer, byProduct, byVariant));
-    expect(await matching(token, { query: "KWIATOWE" })).toEqual(idsOf(byProduct));
-    expect(await matching(token, { query: "nie" })).toEqual(idsOf(byProduct));
+    expect(await matchingIds(token, { query: "kwiat" })).toEqual(idsOf(byCustomer, byProduct, byVariant));
+    expect(await matchingIds(token, { query: "KWIATOWE" })).toEqual(idsOf(byProduct));
+    expect(await matchingIds(token, { query: "nie" })).toEqual(idsOf(byProduct));
   });
 
   it("never matches across two names", async () => {
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [{ customer_name: "Anna", product_name: "Nowak", variant_name: "Plus" }]);
-    expect(await matching(token, { query: "annanowak" })).toEqual([]);
-    expect(await matching(token, { query: "anna\u001fnowak" })).toEqual([]);
-    expect(await matching(token, { query: "anna nowak" })).toEqual([]);
+    expect(await matchingIds(token, { query: "annanowak" })).toEqual([]);
+    expect(await matchingIds(token, { query: "anna\u001fnowak" })).toEqual([]);
+    expect(await matchingIds(token, { query: "anna nowak" })).toEqual([]);
   });
 
   it("ignores case in every script: ŁUKASZ finds Łukasz, żółw finds ŻÓŁW, STRASSE finds Straße, ΚΟΣ finds Κοσμάς", async () => {
@@ -259,11 +253,11 @@ describe("GET /subscriptions: query", () => {
       { customer_name: "Jörg Meyer", variant_name: "Straße der Kunst" },
       { customer_name: "Κοσμάς Παπαδόπουλος" },
     ]);
-    expect(await matching(token, { query: "ŁUKASZ" })).toEqual(idsOf(lukasz));
-    expect(await matching(token, { query: "żółw" })).toEqual(idsOf(zolw));
-    expect(await matching(token, { query: "STRASSE" })).toEqual(idsOf(strasse));
-    expect(await matching(token, { query: "ΚΟΣ" })).toEqual(idsOf(kosmas));
-    expect(await matching(token, { query: "jörg" })).toEqual(idsOf(strasse));
+    expect(await matchingIds(token, { query: "ŁUKASZ" })).toEqual(idsOf(lukasz));
+    expect(await matchingIds(token, { query: "żółw" })).toEqual(idsOf(zolw));
+    expect(await matchingIds(token, { query: "STRASSE" })).toEqual(idsOf(strasse));
+    expect(await matchingIds(token, { query: "ΚΟΣ" })).toEqual(idsOf(kosmas));
+    expect(await matchingIds(token, { query: "jörg" })).toEqual(idsOf(strasse));
   });
 
   it("takes % and _ literally: 50%_off only matches the literal text", async () => {
@@ -275,9 +269,9 @@ describe("GET /subscriptions: query", () => {
       { customer_name: "Ula", product_name: "Kod 50xoff" },
       { customer_name: "Iza", product_name: "50% zniżki, 1 off" },
     ]);
-    expect(await matching(token, { query: "50%_off" })).toEqual(idsOf(literal));
-    expect(await matching(token, { query: "%" })).toEqual(idsOf(literal, percentOnly));
-    expect(await matching(token, { query: "_" })).toEqual(idsOf(literal));
+    expect(await matchingIds(token, { query: "50%_off" })).toEqual(idsOf(literal));
+    expect(await matchingIds(token, { query: "%" })).toEqual(idsOf(literal, percentOnly));
+    expect(await matchingIds(token, { query: "_" })).toEqual(idsOf(literal));
   });
 
   it("an e-mail address matches customer_email exactly, in any letter case, and not as a part", async () => {
@@ -287,10 +281,10 @@ describe("GET /subscriptions: query", () => {
       { customer_name: "Jan Kowalski", customer_email: "jan.kowalski@example.com.pl" },
       { customer_name: "Janina Kowalska", customer_email: "ajan.kowalski@example.com" },
     ]);
-    expect(await matching(token, { query: "jan.kowalski@example.com" })).toEqual(idsOf(exact));
-    expect(await matching(token, { query: "JAN.KOWALSKI@EXAMPLE.COM" })).toEqual(idsOf(exact));
-    expect(await matching(token, { query: "  jan.kowalski@example.com  " })).toEqual(idsOf(exact));
-    expect(await matching(token, { query: "kowalski@example.com" })).toEqual([]);
+    expect(await matchingIds(token, { query: "jan.kowalski@example.com" })).toEqual(idsOf(exact));
+    expect(await matchingIds(token, { query: "JAN.KOWALSKI@EXAMPLE.COM" })).toEqual(idsOf(exact));
+    expect(await matchingIds(token, { query: "  jan.kowalski@example.com  " })).toEqual(idsOf(exact));
+    expect(await matchingIds(token, { query: "kowalski@example.com" })).toEqual([]);
   });
 
   it("a partial e-mail is free text: matched against the names, never against the e-mail", async () => {
@@ -299,16 +293,16 @@ describe("GET /subscriptions: query", () => {
       { customer_name: "Biuro", product_name: "Pakiet support@home" },
       { customer_name: "Jan Kowalski", customer_email: "jan.kowalski@example.com" },
     ]);
-    expect(await matching(token, { query: "support@home" })).toEqual(idsOf(helpdesk));
-    expect(await matching(token, { query: "jan.kowalski@" })).toEqual([]);
-    expect(await matching(token, { query: "@example.com" })).toEqual([]);
-    expect(await matching(token, { query: "jan.kowalski@example" })).toEqual([]);
+    expect(await matchingIds(token, { query: "support@home" })).toEqual(idsOf(helpdesk));
+    expect(await matchingIds(token, { query: "jan.kowalski@" })).toEqual([]);
+    expect(await matchingIds(token, { query: "@example.com" })).toEqual([]);
+    expect(await matchingIds(token, { query: "jan.kowalski@example" })).toEqual([]);
   });
 
   it("surrounding spaces are ignored and a blank query is no filter", async () => {
     const { storeId, token } = await seedStore();
     const [ala, ola] = await seedSubscriptions(storeId, [{ customer_name: "Ala Lis" }, { customer_name: "Ola Kot" }]);
-    expect(await matching(token, { query: "  lis " })).toEqual(idsOf(ala));
-    expect(await matching(token, { query: "   " })).toEqual(idsOf(ala, ola));
+    expect(await matchingIds(token, { query: "  lis " })).toEqual(idsOf(ala));
+    expect(await matchingIds(token, { query: "   " })).toEqual(idsOf(ala, ola));
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Subscription } from "../../src/subscriptions/resource";
 import { seedStore, seedToken } from "../support/factories";
-import { api, json } from "../support/http";
-import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptions } from "./support";
+import { api, expectJson, expectStatus } from "../support/http";
+import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptions } from "../support/subscriptions";
 
 const ids = (body: SubscriptionList) => body.items.map((item) => item.id);
 
@@ -28,8 +28,7 @@ describe("GET /subscriptions: the list", () => {
       },
     ]);
     const response = await listSubscriptions(token);
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(body.items).toEqual([
       {
         id: full?.id,
@@ -58,7 +57,7 @@ describe("GET /subscriptions: the list", () => {
   it("renders every nullable field of the resource as null when it is unset", async () => {
     const { storeId, token } = await seedStore();
     const [bare] = await seedSubscriptions(storeId, [{ status: null }]);
-    const body = await json<SubscriptionList>(await listSubscriptions(token));
+    const body = await expectJson<SubscriptionList>(await listSubscriptions(token), 200);
     expect(body.items).toEqual([
       {
         id: bare?.id,
@@ -91,7 +90,7 @@ describe("GET /subscriptions: the list", () => {
       { created_at: times[0] },
       { created_at: times[2] },
     ]);
-    const body = await json<SubscriptionList>(await listSubscriptions(token));
+    const body = await expectJson<SubscriptionList>(await listSubscriptions(token), 200);
     expect(ids(body)).toEqual([seeded[1]?.id, seeded[3]?.id, seeded[0]?.id, seeded[2]?.id]);
   });
 
@@ -112,12 +111,10 @@ describe("GET /subscriptions: the list", () => {
     const ascending = [...byTime(early), ...byTime(late)];
 
     const oldestFirst = await listSubscriptions(token, { sort: "created_at" });
-    expect(oldestFirst.status).toBe(200);
-    expect(ids(await json<SubscriptionList>(oldestFirst))).toEqual(ascending);
+    expect(ids(await expectJson<SubscriptionList>(oldestFirst, 200))).toEqual(ascending);
 
     const newestFirst = await listSubscriptions(token, { sort: "-created_at" });
-    expect(newestFirst.status).toBe(200);
-    expect(ids(await json<SubscriptionList>(newestFirst))).toEqual([...ascending].reverse());
+    expect(ids(await expectJson<SubscriptionList>(newestFirst, 200))).toEqual([...ascending].reverse());
   });
 
   it("per_page defaults to 10 and pages follow on; total_pages is ceil(total / per_page)", async () => {
@@ -129,16 +126,18 @@ describe("GET /subscriptions: the list", () => {
     const newestFirst = seeded.map((s) => s.id).reverse();
 
     const first = await listSubscriptions(token);
-    expect(first.status).toBe(200);
-    const firstBody = await json<SubscriptionList>(first);
+    const firstBody = await expectJson<SubscriptionList>(first, 200);
     expect(ids(firstBody)).toEqual(newestFirst.slice(0, 10));
     expect(firstBody.pagination).toEqual({ current_page: 1, total_pages: 3, per_page: 10, total: 23 });
 
-    const third = await json<SubscriptionList>(await listSubscriptions(token, { page: "3" }));
+    const third = await expectJson<SubscriptionList>(await listSubscriptions(token, { page: "3" }), 200);
     expect(ids(third)).toEqual(newestFirst.slice(20));
     expect(third.pagination).toEqual({ current_page: 3, total_pages: 3, per_page: 10, total: 23 });
 
-    const bySeven = await json<SubscriptionList>(await listSubscriptions(token, { per_page: "7", page: "2" }));
+    const bySeven = await expectJson<SubscriptionList>(
+      await listSubscriptions(token, { per_page: "7", page: "2" }),
+      200,
+    );
     expect(ids(bySeven)).toEqual(newestFirst.slice(7, 14));
     expect(bySeven.pagination).toEqual({ current_page: 2, total_pages: 4, per_page: 7, total: 23 });
   });
@@ -150,11 +149,10 @@ describe("GET /subscriptions: the list", () => {
       minutesApart(101).map((created_at) => ({ created_at })),
     );
     const hundred = await listSubscriptions(token, { per_page: "100" });
-    expect(hundred.status).toBe(200);
-    const body = await json<SubscriptionList>(hundred);
+    const body = await expectJson<SubscriptionList>(hundred, 200);
     expect(body.items).toHaveLength(100);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 2, per_page: 100, total: 101 });
-    const one = await json<SubscriptionList>(await listSubscriptions(token, { per_page: "1", page: "101" }));
+    const one = await expectJson<SubscriptionList>(await listSubscriptions(token, { per_page: "1", page: "101" }), 200);
     expect(one.items).toHaveLength(1);
     expect(one.pagination).toEqual({ current_page: 101, total_pages: 101, per_page: 1, total: 101 });
   });
@@ -163,15 +161,13 @@ describe("GET /subscriptions: the list", () => {
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [{}, {}]);
     const past = await listSubscriptions(token, { page: "3", per_page: "1" });
-    expect(past.status).toBe(200);
-    expect(await json(past)).toEqual({
+    expect(await expectJson(past, 200)).toEqual({
       items: [],
       pagination: { current_page: 3, total_pages: 2, per_page: 1, total: 2 },
     });
 
     const huge = await listSubscriptions(token, { page: String(Number.MAX_SAFE_INTEGER), per_page: "100" });
-    expect(huge.status).toBe(200);
-    expect(await json(huge)).toEqual({
+    expect(await expectJson(huge, 200)).toEqual({
       items: [],
       pagination: { current_page: Number.MAX_SAFE_INTEGER, total_pages: 1, per_page: 100, total: 2 },
     });
@@ -180,8 +176,7 @@ describe("GET /subscriptions: the list", () => {
   it("total_pages is 0 when nothing matches", async () => {
     const { token } = await seedStore();
     const response = await listSubscriptions(token);
-    expect(response.status).toBe(200);
-    expect(await json(response)).toEqual({
+    expect(await expectJson(response, 200)).toEqual({
       items: [],
       pagination: { current_page: 1, total_pages: 0, per_page: 10, total: 0 },
     });
@@ -194,11 +189,10 @@ describe("GET /subscriptions: the list", () => {
       ...Array.from({ length: 5 }, () => ({ status: "active" as const })),
     ]);
     const response = await listSubscriptions(token, { per_page: "1", status: "past_due" });
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(body.items).toHaveLength(1);
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 7, per_page: 1, total: 7 });
-    const all = await json<SubscriptionList>(await listSubscriptions(token, { per_page: "1" }));
+    const all = await expectJson<SubscriptionList>(await listSubscriptions(token, { per_page: "1" }), 200);
     expect(all.pagination.total).toBe(12);
   });
 
@@ -209,8 +203,7 @@ describe("GET /subscriptions: the list", () => {
       { hidden_by_customer: false, created_at: "2026-03-01T00:00:00Z" },
     ]);
     const response = await listSubscriptions(token);
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(ids(body)).toEqual(seeded.map((s) => s.id));
     expect(body.pagination.total).toBe(2);
   });
@@ -226,8 +219,7 @@ describe("GET /subscriptions: the list", () => {
       const seen: unknown[] = [];
       for (const page of ["1", "2", "3"]) {
         const response = await listSubscriptions(token, { sort, page });
-        expect(response.status).toBe(200);
-        seen.push(...ids(await json<SubscriptionList>(response)));
+        seen.push(...ids(await expectJson<SubscriptionList>(response, 200)));
       }
       expect(seen, sort).toHaveLength(25);
       expect(new Set(seen).size, sort).toBe(25);
@@ -242,7 +234,9 @@ describe("GET /subscriptions: the list", () => {
       Array.from({ length: 25 }, () => ({ created_at: "2026-05-05T10:00:00.000Z" })),
     );
     const pages = await Promise.all(
-      ["1", "2", "3"].map(async (page) => ids(await json<SubscriptionList>(await listSubscriptions(token, { page })))),
+      ["1", "2", "3"].map(async (page) =>
+        ids(await expectJson<SubscriptionList>(await listSubscriptions(token, { page }), 200)),
+      ),
     );
     expect(pages.flat()).toEqual(
       seeded
@@ -272,8 +266,7 @@ describe("GET /subscriptions: the list", () => {
       "query",
     ];
     const response = await listSubscriptions(token, Object.fromEntries(every.map((name) => [name, ""])));
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect([...ids(body)].sort()).toEqual(seeded.map((s) => s.id).sort());
     expect(body.pagination).toEqual({ current_page: 1, total_pages: 1, per_page: 10, total: 2 });
   });
@@ -287,22 +280,19 @@ describe("GET /subscriptions: the list", () => {
       ["status", "active"],
       ["status", "not-a-status"],
     ]);
-    expect(firstWins.status).toBe(200);
-    expect(ids(await json<SubscriptionList>(firstWins))).toEqual([canceled?.id]);
+    expect(ids(await expectJson<SubscriptionList>(firstWins, 200))).toEqual([canceled?.id]);
 
     const firstEmpty = await listSubscriptions(token, [
       ["status", ""],
       ["status", "active"],
     ]);
-    expect(firstEmpty.status).toBe(200);
-    expect((await json<SubscriptionList>(firstEmpty)).pagination.total).toBe(2);
+    expect((await expectJson<SubscriptionList>(firstEmpty, 200)).pagination.total).toBe(2);
 
     const firstInvalid = await listSubscriptions(token, [
       ["per_page", "500"],
       ["per_page", "5"],
     ]);
-    expect(firstInvalid.status).toBe(400);
-    expect(await json(firstInvalid)).toEqual({ message: "Invalid value for 'per_page': '500'" });
+    expect(await expectJson(firstInvalid, 400)).toEqual({ message: "Invalid value for 'per_page': '500'" });
   });
 });
 
@@ -313,8 +303,7 @@ describe("GET /subscriptions: store and token", () => {
     const [own] = await seedSubscriptions(mine.storeId, [{}]);
     await seedSubscriptions(theirs.storeId, [{}, {}]);
     const response = await listSubscriptions(mine.token);
-    expect(response.status).toBe(200);
-    const body = await json<SubscriptionList>(response);
+    const body = await expectJson<SubscriptionList>(response, 200);
     expect(ids(body)).toEqual([own?.id]);
     expect(body.pagination.total).toBe(1);
   });
@@ -327,52 +316,45 @@ describe("GET /subscriptions: store and token", () => {
     const token = await seedToken([first.storeId, second.storeId], ["subscriptions:read"]);
 
     const missing = await listSubscriptions(token);
-    expect(missing.status).toBe(400);
-    expect(await json(missing)).toEqual({ message: "The X-Service-Store header is required." });
+    expect(await expectJson(missing, 400)).toEqual({ message: "The X-Service-Store header is required." });
 
     const named = await listSubscriptions(token, {}, { store: second.storeId.toUpperCase() });
-    expect(named.status).toBe(200);
-    expect(ids(await json<SubscriptionList>(named))).toEqual([ofSecond?.id]);
+    expect(ids(await expectJson<SubscriptionList>(named, 200))).toEqual([ofSecond?.id]);
   });
 
   it("answers a store the token may not act on 403, and a malformed store header 400", async () => {
     const mine = await seedStore();
     const theirs = await seedStore();
     const foreign = await listSubscriptions(mine.token, {}, { store: theirs.storeId });
-    expect(foreign.status).toBe(403);
-    expect(await json(foreign)).toEqual({ message: "No API access to the requested store." });
+    expect(await expectJson(foreign, 403)).toEqual({ message: "No API access to the requested store." });
     const malformed = await listSubscriptions(mine.token, {}, { store: "store-1" });
-    expect(malformed.status).toBe(400);
-    expect(await json(malformed)).toEqual({ message: "Invalid store ID." });
+    expect(await expectJson(malformed, 400)).toEqual({ message: "Invalid store ID." });
   });
 
   it("needs subscriptions:read: 403 without it, 200 with exactly it", async () => {
     const { storeId } = await seedStore();
     const reader = await seedToken([storeId], ["products:read"]);
     const refused = await listSubscriptions(reader);
-    expect(refused.status).toBe(403);
-    expect(await json(refused)).toEqual({ message: "This action is unauthorized." });
+    expect(await expectJson(refused, 403)).toEqual({ message: "This action is unauthorized." });
     const allowed = await seedToken([storeId], ["subscriptions:read"]);
-    expect((await listSubscriptions(allowed)).status).toBe(200);
+    await expectStatus(await listSubscriptions(allowed), 200);
   });
 
   it("checks the token (401) and the store header (400) before the query (400)", async () => {
     const { storeId } = await seedStore();
     const other = await seedStore();
     const noToken = await api("/subscriptions?status=nope");
-    expect(noToken.status).toBe(401);
-    expect(await json(noToken)).toEqual({ message: "Unauthenticated." });
+    expect(await expectJson(noToken, 401)).toEqual({ message: "Unauthenticated." });
 
     const token = await seedToken([storeId, other.storeId], ["subscriptions:read"]);
     const noHeader = await listSubscriptions(token, { status: "nope" });
-    expect(noHeader.status).toBe(400);
-    expect(await json(noHeader)).toEqual({ message: "The X-Service-Store header is required." });
+    expect(await expectJson(noHeader, 400)).toEqual({ message: "The X-Service-Store header is required." });
   });
 
   it("answers another method on the path 405 with Allow: GET", async () => {
     const { token } = await seedStore();
     const response = await api("/subscriptions", { method: "POST", token, body: {} });
-    expect(response.status).toBe(405);
+    await expectStatus(response, 405);
     expect(response.headers.get("Allow")).toContain("GET");
   });
 });

@@ -14,7 +14,7 @@ export type TokenInput = Input["tokens"][number];
 export type ProductInput = Input["products"][number];
 export type VariantInput = NonNullable<ProductInput["variants"]>[number];
 export type CrossSellInput = NonNullable<ProductInput["cross_sells"]>[number];
-/** Overrides of a subscription fixture (see test/subscriptions/support.ts for its factory). */
+/** Overrides of a subscription fixture (see test/support/subscriptions.ts for its factory). */
 export type SubscriptionInput = Partial<Input["subscriptions"][number]>;
 /** The abilities a fixture token may carry (`*` for all). */
 export type TokenAbilities = TokenInput["abilities"];
@@ -42,6 +42,11 @@ export async function seedToken(storeIds: string[], abilities: TokenAbilities = 
   const token = `test-token-${uuid()}`;
   await seed({ tokens: [{ token, store_ids: storeIds, abilities }] });
   return token;
+}
+
+/** Custom-field definitions named `names`, enabled, numbered 0..n-1 in that order (as the API lists them). */
+export function customFields(...names: string[]) {
+  return names.map((name, order) => ({ name, enabled: true, order }));
 }
 
 /** A variant fixture with a fresh id. */

@@ -1,6 +1,13 @@
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { createApp } from "../../src/app";
+
+export { type AnyResponse, expectJson, expectStatus } from "./responses";
 
 export const origin = "https://checkout.test";
+
+/** Bindings a test puts in place of the configured ones: variables as `wrangler dev --var` sets them, or stand-ins. */
+export type BindingOverrides = Partial<Record<keyof Env, unknown>>;
 
 type CallOptions = {
   method?: string;
@@ -9,6 +16,8 @@ type CallOptions = {
   body?: unknown;
   rawBody?: BodyInit;
   headers?: Record<string, string>;
+  /** Bindings over the test ones: the call then goes to the app with them (see {@link fetchApp}). */
+  env?: BindingOverrides;
 };
 
 /** Calls the Worker's own fetch handler at `/api/v1{path}`, as a client would. */
@@ -21,12 +30,31 @@ export function api(path: string, options: CallOptions = {}): Promise<Response> 
     body = JSON.stringify(options.body);
     headers.set("Content-Type", "application/json");
   }
-  return exports.default.fetch(
-    new Request(`${origin}/api/v1${path}`, { method: options.method ?? "GET", headers, body }),
-  );
+  const init = { method: options.method ?? "GET", headers, body };
+  if (options.env) return fetchApp(`/api/v1${path}`, init, options.env);
+  return exports.default.fetch(new Request(`${origin}/api/v1${path}`, init));
 }
 
-/** Status first, then the parsed JSON body. */
+let app: ReturnType<typeof createApp> | undefined;
+
+/**
+ * Calls the app at `url` (absolute, or a path on the test origin) with `overrides` over the test bindings,
+ * as a deployment configured that way would answer, and waits for what the request left running after its
+ * answer (`waitUntil`: background refills, enqueues).
+ */
+export async function fetchApp(url: string, init: RequestInit = {}, overrides: BindingOverrides = {}) {
+  const ctx = createExecutionContext();
+  const absolute = url.startsWith("http") ? url : `${origin}${url}`;
+  app ??= createApp();
+  const response = await app.fetch(new Request(absolute, init), { ...env, ...overrides } as Env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+/**
+ * The parsed JSON body, without a status check: for a caller that has just checked the status. Prefer
+ * {@link expectJson}, which checks the status first and shows the body when it is not the expected one.
+ */
 export async function json<T = Record<string, unknown>>(response: Response): Promise<T> {
   return (await response.json()) as T;
 }

@@ -2,7 +2,7 @@ import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../../src/app";
 import { seedStore } from "./factories";
-import { api, json, origin } from "./http";
+import { api, expectJson, expectStatus, origin } from "./http";
 import { isoMedia } from "./media-bytes";
 
 /** The prepare answer, as a client reads it. */
@@ -24,8 +24,7 @@ export async function reserve(token: string, store: string, bytes: Uint8Array, o
     store,
     body: { filename: "plik.bin", content_type: "application/octet-stream", size: bytes.length, ...options },
   });
-  expect(response.status).toBe(201);
-  return json<Reservation>(response);
+  return expectJson<Reservation>(response, 201);
 }
 
 /** The byte PUT with the headers prepare returned. */
@@ -50,7 +49,7 @@ export async function stage(
   const { storeId, token } = owner ?? (await seedStore());
   const reservation = await reserve(token, storeId, bytes, options);
   const put = await putBytes(reservation, bytes);
-  expect(put.status).toBe(204);
+  await expectStatus(put, 204);
   return { storeId, token, reservation };
 }
 
@@ -93,8 +92,7 @@ export async function reserveParts(
     },
     body: JSON.stringify({ filename: "film.mp4", content_type: "video/mp4", size, multipart: true, ...options }),
   });
-  expect(response.status).toBe(201);
-  const reservation = await json<MultipartReservation>(response);
+  const reservation = await expectJson<MultipartReservation>(response, 201);
   expect(reservation.multipart).toBeDefined();
   return reservation;
 }
@@ -145,6 +143,6 @@ export function mp4OfSize(size: number, seed = 1): Uint8Array {
 /** The bytes the Worker serves at a hosted file's URL, read as a browser would (expects 200). */
 export async function servedBytes(url: string): Promise<Uint8Array> {
   const response = await exports.default.fetch(url);
-  expect(response.status, url).toBe(200);
+  await expectStatus(response, 200, url);
   return new Uint8Array(await response.arrayBuffer());
 }

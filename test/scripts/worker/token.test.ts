@@ -4,7 +4,7 @@ import { ABILITIES, newTokenSecret, tokenHash, tokenStatements } from "../../../
 import { abilities } from "../../../src/http/auth";
 import { sha256Hex } from "../../../src/lib/crypto";
 import { seedStore, uuid } from "../../support/factories";
-import { api, json } from "../../support/http";
+import { api, expectJson, expectStatus } from "../../support/http";
 
 /** Runs what `npm run token:create` sends to `wrangler d1 execute`, here on the test database. */
 async function runStatements(statements: string[]) {
@@ -34,23 +34,22 @@ describe("npm run token:create writes tokens the service accepts", () => {
       }),
     );
     const list = await api("/subscriptions", { token: secret, store: storeId });
-    expect(list.status).toBe(200);
-    expect(await json(list)).toMatchObject({ items: [], pagination: { total: 0 } });
+    expect(await expectJson(list, 200)).toMatchObject({ items: [], pagination: { total: 0 } });
     const prepared = await api("/media-uploads", {
       method: "POST",
       token: secret,
       store: storeId,
       body: { filename: "cover.jpg", content_type: "image/jpeg", size: 1000 },
     });
-    expect(prepared.status).toBe(201);
+    await expectStatus(prepared, 201);
   });
 
   it("a token for an existing store holds only the abilities it was given", async () => {
     const { storeId } = await seedStore();
     const secret = newTokenSecret();
     await runStatements(await tokenStatements({ secret, storeIds: [storeId], abilities: ["products:read"] }));
-    expect((await api("/subscriptions", { token: secret, store: storeId })).status).toBe(403);
-    expect((await api(`/products/${uuid()}`, { token: secret })).status).toBe(404);
+    await expectStatus(await api("/subscriptions", { token: secret, store: storeId }), 403);
+    await expectStatus(await api(`/products/${uuid()}`, { token: secret }), 404);
   });
 
   it("creating a store that appeared meanwhile keeps the stored one", async () => {

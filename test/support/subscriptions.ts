@@ -1,5 +1,6 @@
-import { type SubscriptionInput, seed, uuid } from "../support/factories";
-import { api } from "../support/http";
+import { expect } from "vitest";
+import { type SubscriptionInput, seed, uuid } from "./factories";
+import { api, expectJson } from "./http";
 
 /** A list response as the tests read it. */
 export type SubscriptionList = {
@@ -46,4 +47,23 @@ export function listSubscriptions(
   options: { store?: string } = {},
 ) {
   return api(`/subscriptions${queryString(params)}`, { token, store: options.store });
+}
+
+/**
+ * The ids GET /subscriptions answers for `params` (100 a page), sorted, after checking the 200 and that the
+ * total counts the same rows the page holds.
+ */
+export async function matchingIds(token: string, params: Record<string, string>) {
+  const response = await listSubscriptions(token, { per_page: "100", ...params });
+  const body = await expectJson<SubscriptionList>(response, 200, JSON.stringify(params));
+  expect(body.pagination.total, "total counts the same rows the page holds").toBe(body.items.length);
+  return body.items.map((item) => item.id as string).sort();
+}
+
+/** The ids of `subscriptions`, sorted, as {@link matchingIds} answers them. */
+export const idsOf = (...subscriptions: ({ id: string } | undefined)[]) => subscriptions.map((s) => s?.id).sort();
+
+/** The query `filters` without the parameters `names`. */
+export function omit<F extends Record<string, string>>(filters: F, ...names: (keyof F & string)[]) {
+  return Object.fromEntries(Object.entries(filters).filter(([name]) => !names.some((omitted) => omitted === name)));
 }
