@@ -19,6 +19,7 @@ type CodecExports = {
   malloc(size: number): number;
   free(pointer: number): void;
   encode_rgba(pointer: number, width: number, height: number, quality: number, method: number): number;
+  rgba_has_transparency(pointer: number, pixels: number): number;
   decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
   get_features(file: number, size: number, out: number): number;
   resizer_create(
@@ -305,12 +306,6 @@ export type WebpCodec = {
 const formats = ["mixed", "lossy", "lossless"] as const;
 const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0));
 
-/** Whether any alpha byte of the RGBA is below 255. */
-function hasTransparency(rgba: Uint8Array): boolean {
-  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return true;
-  return false;
-}
-
 /**
  * Turns libwebp's simple file (RIFF header, "VP8 " chunk) into VP8X + ALPH + VP8 without copying the VP8
  * data: only the 12-byte RIFF header is dropped from the front of libwebp's pieces (a view, not a copy).
@@ -391,8 +386,8 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     let alph: Uint8Array | null = null;
     try {
       // Read in place, before encode_rgba frees the pixels.
-      const rgba = heap(pointer, width * height * 4);
-      if (hasTransparency(rgba)) alph = encodeAlph(rgba, width, height).payload;
+      if (exports.rgba_has_transparency(pointer, width * height) !== 0)
+        alph = encodeAlph(heap(pointer, width * height * 4), width, height).payload;
     } catch (error) {
       exports.free(pointer);
       throw error;
