@@ -619,7 +619,7 @@ async function decodeGifInput(input: ImageInput, context: Context, scanned: GifS
     throw new UnconvertibleImageError("The GIF image is animated; animated images are not converted.");
   admitGif(scan.width, scan.height, scan.decodeBytes);
   const reader = await openReader(input, truncatedGif);
-  let resizer: CodecResizer | null = null;
+  const made: { resizer: CodecResizer | null; height: number } = { resizer: null, height: 0 };
   try {
     await decodeGif(
       reader,
@@ -635,15 +635,16 @@ async function decodeGifInput(input: ImageInput, context: Context, scanned: GifS
           frame.top === 0 &&
           frame.visibleWidth === screen.width &&
           frame.visibleHeight === screen.height;
-        resizer = createResizer(context, screen.width, screen.height, { opaque, channels: 4 });
-        return resizer;
+        made.resizer = createResizer(context, screen.width, screen.height, { opaque, channels: 4 });
+        made.height = screen.height;
+        return made.resizer;
       },
       { tick: context.tick },
     );
-    const rows = (resizer as CodecResizer | null)?.rowsPushed ?? 0;
-    if (rows !== scan.height) throw new UnconvertibleImageError("The image data ends before its last row.");
+    if (made.resizer?.rowsPushed !== made.height)
+      throw new UnconvertibleImageError("The image data ends before its last row.");
   } finally {
-    (resizer as CodecResizer | null)?.free();
+    made.resizer?.free();
     await reader.cancel();
   }
 }
