@@ -126,8 +126,8 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
  * The two WebAssembly instances an isolate keeps, and what each one's memory holds. WebAssembly memory
  * never shrinks, so the isolate carries each instance's high-water mark; admission keeps each under its
  * share whatever the sequence of images (docs/conversion.md):
- * - `codec` (our build of libwebp, zlib's inflate, png.c and resize.c): the target image, the resizer, the
- *   PNG decoder and an interlaced PNG's even rows, the WebP input file, and the encoder's work. The target
+ * - `codec` (our build of libwebp, zlib's inflate, png.c, gif.c and resize.c): the target image, the resizer,
+ *   the PNG and GIF decoders and an interlaced image's even rows, the WebP input file, and the encoder's work. The target
  *   is written there by the resizer, so the encoder takes it in place and frees it.
  * - `turbo` (libjpeg-turbo): the scratch arena of the JPEG decoders: the file and its M/8-scaled pixels,
  *   progressive coefficients. One block malloc'd at creation and handed out
