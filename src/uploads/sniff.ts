@@ -1,10 +1,19 @@
 import { fileTypeFromBuffer } from "file-type";
 import { mediaTypeEssence } from "../lib/media-type";
-import { gifFrameCount, type ImageInput, isAnimated } from "./convert";
+import { type GifScanOutcome, type ImageInput, isAnimated, scanGifInput } from "./convert";
 
-/** What the bytes are, as far as hosting is concerned. */
+/**
+ * What the bytes are, as far as hosting is concerned. A GIF's still form carries what walking its blocks
+ * found (`gifScan`), for the conversion, which then does not walk them again.
+ */
 export type Sniffed =
-  | { kind: "still"; format: "jpeg" | "png" | "webp" | "gif" | "bmp"; mime: string; ext: string }
+  | {
+      kind: "still";
+      format: "jpeg" | "png" | "webp" | "gif" | "bmp";
+      mime: string;
+      ext: string;
+      gifScan?: GifScanOutcome;
+    }
   | { kind: "animated"; mime: string; ext: string }
   | { kind: "video"; mime: string; ext: string }
   | { kind: "heif" }
@@ -53,7 +62,12 @@ export async function sniff(head: Uint8Array, file: ImageInput): Promise<Sniffed
   if (videoMimes.has(mime)) return { kind: "video", mime, ext };
   if (mime === "image/apng") return { kind: "animated", mime: "image/apng", ext: "png" };
   if (mime === "image/webp" && isAnimated(head, "webp")) return { kind: "animated", mime, ext };
-  if (mime === "image/gif" && (await countFramesOrZero(file)) > 1) return { kind: "animated", mime, ext };
+  if (mime === "image/gif") {
+    const gifScan = await scanOrNothing(file);
+    if (gifScan && "scan" in gifScan && gifScan.scan.frames > 1) return { kind: "animated", mime, ext };
+    // A GIF that cannot be read is still: converting it reports why (from this outcome).
+    return { kind: "still", format: "gif", mime, ext, ...(gifScan ? { gifScan } : {}) };
+  }
   if (mime in stillFormats) {
     return { kind: "still", format: stillFormats[mime as keyof typeof stillFormats], mime, ext };
   }
@@ -61,12 +75,12 @@ export async function sniff(head: Uint8Array, file: ImageInput): Promise<Sniffed
   return { kind: "other", mime, ext };
 }
 
-/** A GIF's frame count; 0 for one that cannot be read (converting it then reports why). */
-async function countFramesOrZero(file: ImageInput): Promise<number> {
+/** What walking a GIF's blocks found; undefined when reading failed (converting it then reads it again). */
+async function scanOrNothing(file: ImageInput): Promise<GifScanOutcome | undefined> {
   try {
-    return await gifFrameCount(file);
+    return await scanGifInput(file);
   } catch {
-    return 0;
+    return undefined;
   }
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4), zlib's
 # inflate (Debian's source package, 1.2.13) and Little CMS (Debian's source package, 2.14) plus our code
-# (codec.c: WebP glue; png.c: PNG image data; resize.c: the streaming downscaler; colour.c: ICC profiles to
-# sRGB), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
+# (codec.c: WebP glue; png.c: PNG image data; gif.c: GIF image data; resize.c: the streaming downscaler;
+# colour.c: ICC profiles to sRGB), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
 # once into the build directory (reused later), compiles everything again and overwrites the output.
 #
 # Sources: libwebp, zlib and lcms2 only ever come from `apt-get source` (Debian's archive, with Debian's
@@ -114,7 +114,7 @@ ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
 compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
 export -f compile
 export OBJ CFLAGS_STRING="${CFLAGS[*]}"
-printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/resize.c" "$HERE/colour.c" \
+printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/gif.c" "$HERE/resize.c" "$HERE/colour.c" \
   "$BUILD/generated/cmyk_profile.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 
@@ -130,7 +130,7 @@ emcc -O3 -msimd128 "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
   --no-entry -sSTANDALONE_WASM=1 -sALLOW_MEMORY_GROWTH=1 \
   -sINITIAL_MEMORY=2097152 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
   -sERROR_ON_UNDEFINED_SYMBOLS=0 \
-  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed,_colour_create,_colour_apply,_colour_free,_colour_inflate,_lossless_create,_lossless_input,_lossless_room,_lossless_feed,_lossless_free
+  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_rgba_has_transparency,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_gif_create,_gif_free,_gif_palette,_gif_input,_gif_input_size,_gif_steps,_gif_begin,_gif_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed,_colour_create,_colour_apply,_colour_free,_colour_inflate,_lossless_create,_lossless_input,_lossless_room,_lossless_feed,_lossless_free
 
 # ERROR_ON_UNDEFINED_SYMBOLS=0 lets write_output become an import; check that nothing else slipped through
 # as one (a missing libwebp file would otherwise only fail when the Worker instantiates the module).

@@ -49,7 +49,12 @@ typedef struct {
   int finished;
   int next_even_row;
   size_t line_capacity;
-  uint8_t *line, *previous, *rgba, *even_rows, *input, *window;
+  // Scanlines are unfiltered where zlib wrote them when they lie wholly in the window; `line` gathers one
+  // that straddles two windows. `previous` is the line before (in the window, or in one of the two line
+  // buffers: the one `line` is not, where it is copied before the window is overwritten).
+  uint8_t *line_a, *line_b, *line;
+  const uint8_t* previous;
+  uint8_t *rgba, *even_rows, *input, *window;
   Resizer* resizer;
 } Png;
 
@@ -61,8 +66,8 @@ static size_t line_bytes(const Png* png, int width) { return ((size_t)width * pn
 EXPORT void png_free(Png* png) {
   if (!png) return;
   if (png->z_ready) inflateEnd(&png->z);
-  free(png->line);
-  free(png->previous);
+  free(png->line_a);
+  free(png->line_b);
   free(png->rgba);
   free(png->even_rows);
   free(png->input);
@@ -109,22 +114,27 @@ EXPORT Png* png_create(int width, int height, int bit_depth, int color_type, int
   }
   png->line_capacity = line_bytes(png, width);
   // Slack after the scanlines: the resizer reads pixels in 8-byte pairs straight from an RGB line.
-  png->line = calloc(1, png->line_capacity + 16);
-  png->previous = calloc(1, png->line_capacity + 16);
+  png->line_a = calloc(1, png->line_capacity + 16);
+  png->line_b = calloc(1, png->line_capacity + 16);
+  png->line = png->line_a;
+  png->previous = png->line_b;  // zeros: the line above the first
 
   png->input = malloc(INPUT_BYTES);
-  png->window = malloc(WINDOW_BYTES);
+  png->window = malloc(WINDOW_BYTES + 16);
   if (interlaced) {
     // Passes 1–6 fill the even rows a pass row at a time, through one RGBA row.
     png->rgba = malloc((size_t)width * 4);
     png->even_rows = malloc((size_t)((height + 1) / 2) * width * 4);
   }
-  if (!png->line || !png->previous || !png->input || !png->window || (interlaced && (!png->rgba || !png->even_rows)) ||
+  if (!png->line_a || !png->line_b || !png->input || !png->window || (interlaced && (!png->rgba || !png->even_rows)) ||
       inflateInit(&png->z) != Z_OK) {
     png_free(png);
     return 0;
   }
   png->z_ready = 1;
+  // The Adler-32 of the data is not computed (a tenth of the inflating time): decoding stops at the last row,
+  // before the checksum that follows it, which browsers do not hold against complete rows either.
+  inflateValidate(&png->z, 0);
   return png;
 }
 
@@ -169,6 +179,16 @@ static int unfilter(int filter, uint8_t* line, const uint8_t* previous, size_t l
 static int to_rgba(const Png* png, const uint8_t* line, int width, uint8_t* out) {
   const int depth = png->bit_depth;
   const int wide = depth == 16;
+  if (png->color_type == 3 && depth == 8) {
+    // 8-bit palette indices, the common palette layout: one table word a pixel.
+    int worst = 0;
+    for (int x = 0; x < width; x++, out += 4) {
+      const int value = line[x];
+      worst = value > worst ? value : worst;
+      memcpy(out, png->palette + 4 * value, 4);
+    }
+    return worst >= png->palette_entries ? PNG_BAD_PALETTE_INDEX : 0;
+  }
   switch (png->color_type) {
     case 0:
     case 3: {
@@ -244,50 +264,64 @@ static void hand_on_even_rows_before(Png* png, int y) {
   }
 }
 
-static int complete_line(Png* png) {
+// The line buffer `line` is not (the place `previous` may be copied to, or zeroed).
+static uint8_t* spare_line(Png* png) { return png->line == png->line_a ? png->line_b : png->line_a; }
+
+// Unfilters the scanline at `line` (in the window, or `png->line`) and hands it on; it becomes `previous`.
+static int complete_line(Png* png, uint8_t* line) {
   const Pass* pass = &png->passes[png->pass_index];
   const size_t length = line_bytes(png, pass->width);
-  int status = unfilter(png->filter, png->line, png->previous, length, png->bytes_per_pixel);
+  int status = unfilter(png->filter, line, png->previous, length, png->bytes_per_pixel);
   if (status < 0) return status;
   const int y = pass->y0 + png->row_in_pass * pass->dy;
   if (!png->interlaced || (y & 1) == 1) {
     // Rows 1, 3, 5… of an interlaced image come only from pass 7, which is full width.
     if (png->interlaced) hand_on_even_rows_before(png, y);
     if (png->resizer->channels == 3) {
-      resizer_push_from(png->resizer, png->line);
+      resizer_push_from(png->resizer, line);
     } else {
-      status = to_rgba(png, png->line, pass->width, resizer_row(png->resizer));
+      status = to_rgba(png, line, pass->width, resizer_row(png->resizer));
       if (status < 0) return status;
       resizer_push(png->resizer);
     }
   } else {
-    status = to_rgba(png, png->line, pass->width, png->rgba);
+    status = to_rgba(png, line, pass->width, png->rgba);
     if (status < 0) return status;
     uint8_t* row = png->even_rows + (size_t)(y >> 1) * png->width * 4;
     for (int i = 0; i < pass->width; i++) memcpy(row + (size_t)(pass->x0 + i * pass->dx) * 4, png->rgba + 4 * i, 4);
   }
-  uint8_t* swap = png->previous;
-  png->previous = png->line;
-  png->line = swap;
+  png->previous = line;
+  // A line gathered in `line` stays as the previous one: the next is gathered in the other buffer.
+  if (line == png->line) png->line = spare_line(png);
   if (++png->row_in_pass == pass->height) {
     png->pass_index++;
     png->row_in_pass = 0;
-    memset(png->previous, 0, png->line_capacity);
+    uint8_t* zeros = spare_line(png);
+    memset(zeros, 0, png->line_capacity);
+    png->previous = zeros;
     png->finished = png->pass_index == png->pass_count;
     if (png->finished && png->interlaced) hand_on_even_rows_before(png, png->height);
   }
   return 0;
 }
 
-static int consume(Png* png, const uint8_t* data, size_t size) {
+static int consume(Png* png, uint8_t* data, size_t size) {
   size_t at = 0;
-  while (at < size && !png->finished) {
+  int status = 0;
+  while (at < size && !png->finished && status == 0) {
     if (png->filled < 0) {
       png->filter = data[at++];
       png->filled = 0;
       continue;
     }
     const size_t length = line_bytes(png, png->passes[png->pass_index].width);
+    if (png->filled == 0 && size - at >= length) {
+      // The whole scanline is in the window: unfiltered where it is, not copied.
+      png->filled = -1;
+      status = complete_line(png, data + at);
+      at += length;
+      continue;
+    }
     size_t take = length - (size_t)png->filled;
     if (take > size - at) take = size - at;
     memcpy(png->line + png->filled, data + at, take);
@@ -295,12 +329,18 @@ static int consume(Png* png, const uint8_t* data, size_t size) {
     at += take;
     if ((size_t)png->filled == length) {
       png->filled = -1;
-      const int status = complete_line(png);
-      if (status < 0) return status;
+      status = complete_line(png, png->line);
     }
   }
+  // The window is about to be overwritten: a previous line still in it moves to the spare line buffer.
+  const uintptr_t previous = (uintptr_t)png->previous;
+  if (!png->finished && previous >= (uintptr_t)data && previous < (uintptr_t)(data + size)) {
+    uint8_t* kept = spare_line(png);
+    memcpy(kept, png->previous, line_bytes(png, png->passes[png->pass_index].width));
+    png->previous = kept;
+  }
   // Inflated bytes after the last scanline are ignored, as libpng does.
-  return 0;
+  return status;
 }
 
 // Inflates the `size` bytes png.ts put in png_input and consumes the scanlines they complete. Returns

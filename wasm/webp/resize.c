@@ -85,8 +85,7 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
     resizer_free(r);
     return 0;
   }
-  memset(r->sums, 0, sizeof(float) * 4 * target_width);
-  memset(r->carried, 0, sizeof(float) * 4 * target_width);
+  r->sums_fresh = r->carried_fresh = 1;
   size_t k = 0;
   for (int x = 0; x < target_width; x++) {
     const double left = x * ratio_x;
@@ -166,7 +165,20 @@ static void emit_row(Resizer* r) {
   uint8_t* out = r->out + (size_t)r->output_row * r->target_width * 4;
   const float* sums = r->sums;
   if (r->opaque) {
-    for (int x = 0; x < r->target_width; x++, out += 4) {
+    // Four pixels at a time: rounded and narrowed as store_pixel does, alpha set to 255.
+    const v128_t half = wasm_f32x4_splat(0.5f);
+    const v128_t alpha = wasm_u32x4_splat(0xff000000u);
+    int x = 0;
+    for (; x + 4 <= r->target_width; x += 4, out += 16) {
+      const float* s = sums + 4 * x;
+      const v128_t a = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_v128_load(s), half));
+      const v128_t b = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_v128_load(s + 4), half));
+      const v128_t c = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_v128_load(s + 8), half));
+      const v128_t d = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(wasm_v128_load(s + 12), half));
+      const v128_t bytes = wasm_u8x16_narrow_i16x8(wasm_u16x8_narrow_i32x4(a, b), wasm_u16x8_narrow_i32x4(c, d));
+      wasm_v128_store(out, wasm_v128_or(bytes, alpha));
+    }
+    for (; x < r->target_width; x++, out += 4) {
       store_pixel(out, wasm_v128_load(sums + 4 * x));
       out[3] = 255;
     }
@@ -188,9 +200,15 @@ static void emit_row(Resizer* r) {
   r->output_row++;
 }
 
-// Adds `weight` × horizontal to `into`, four lanes at a time.
-static void accumulate(float* into, const float* horizontal, float weight, int floats) {
+// Adds `weight` × horizontal to `into`, four lanes at a time; stores it when `into` holds nothing yet (*fresh,
+// then cleared), which spares clearing the buffer between target rows.
+static void accumulate(float* into, int* fresh, const float* horizontal, float weight, int floats) {
   const v128_t w = wasm_f32x4_splat(weight);
+  if (*fresh) {
+    for (int i = 0; i < floats; i += 4) wasm_v128_store(into + i, wasm_f32x4_mul(wasm_v128_load(horizontal + i), w));
+    *fresh = 0;
+    return;
+  }
   for (int i = 0; i < floats; i += 4)
     wasm_v128_store(into + i,
                     wasm_f32x4_add(wasm_v128_load(into + i), wasm_f32x4_mul(wasm_v128_load(horizontal + i), w)));
@@ -206,20 +224,21 @@ int resizer_push_from(Resizer* r, const uint8_t* row) {
   const double top = r->output_row * r->ratio_y;
   const double bottom = fmin(r->source_height, (r->output_row + 1) * r->ratio_y);
   const double in_current = (fmin(y + 1, bottom) - fmax(y, top)) / (bottom - top);
-  accumulate(r->sums, r->horizontal, (float)in_current, floats);
+  accumulate(r->sums, &r->sums_fresh, r->horizontal, (float)in_current, floats);
   // A source row straddling a target row's bottom gives the rest of its weight to the next target row
   // (a ratio of at least 1 means it reaches no further).
   const double rest = y + 1 - bottom;
   if (rest > 1e-9 && r->output_row + 1 < r->target_height) {
     const double next_span = fmin(r->source_height, (r->output_row + 2) * r->ratio_y) - bottom;
-    accumulate(r->carried, r->horizontal, (float)(rest / next_span), floats);
+    accumulate(r->carried, &r->carried_fresh, r->horizontal, (float)(rest / next_span), floats);
   }
   if (y + 1 >= bottom - 1e-9 || r->rows_pushed == r->source_height) {
     if (r->output_row < r->target_height) emit_row(r);
     float* swap = r->sums;
     r->sums = r->carried;
+    r->sums_fresh = r->carried_fresh;
     r->carried = swap;
-    memset(r->carried, 0, sizeof(float) * floats);
+    r->carried_fresh = 1;
   }
   return r->rows_pushed;
 }

@@ -16,6 +16,7 @@ typedef struct {
   float* horizontal;
   float* sums;     // the target row being accumulated
   float* carried;  // the next one's share of a straddling source row
+  int sums_fresh, carried_fresh;  // whether each holds nothing yet (its next contribution is stored, not added)
   uint8_t* row;    // where the caller puts the next source row
   int output_row, rows_pushed, saw_transparency;
 } Resizer;

@@ -173,7 +173,10 @@ async function hostAsMedia(
       recorded.catch(() => {}); // awaited below, unless the conversion fails first
       let converted: Awaited<ReturnType<typeof convertToWebp>>;
       try {
-        converted = await convertToWebp(staged.input, sniffed.format, { maxEdge: deps.maxImageEdge });
+        converted = await convertToWebp(staged.input, sniffed.format, {
+          maxEdge: deps.maxImageEdge,
+          gifScan: sniffed.gifScan,
+        });
       } catch (error) {
         if (error instanceof ImageTooLargeError) return { unhostable: error.message };
         if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };

@@ -45,6 +45,11 @@ export class ByteReader {
     return this.end - this.start;
   }
 
+  /** The bytes buffered and not yet consumed, without consuming them; the view is valid until the next call. */
+  buffered(): Uint8Array {
+    return this.buffer.subarray(this.start, this.end);
+  }
+
   /** Buffers at least `count` bytes; false when the file ends first. */
   async ensure(count: number): Promise<boolean> {
     while (this.end - this.start < count) {

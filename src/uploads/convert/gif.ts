@@ -1,12 +1,18 @@
 import type { ByteReader } from "./byte-reader";
-import { UnconvertibleImageError } from "./errors";
+import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
+import { type CodecResizer, createWebpCodec, gifStatus, type WebpCodec } from "./webp-codec";
+import codecWasm from "./webp-codec.wasm";
 
 /**
  * A GIF reader that no file can make allocate or work beyond what the logical screen and the file's own
- * length justify. Sizes claimed by an image descriptor are only ever compared, never allocated: a frame is
- * clipped to the screen, and LZW output that falls off the screen is counted past without being expanded.
- * Memory: one RGBA screen row, fixed 4096-entry LZW tables, two 256-entry colour tables and, for an
- * interlaced frame only, the indices of the frame's visible part (≤ screen area).
+ * length justify. The blocks are read here: `scanGif` walks every one of them (frames counted, every
+ * descriptor checked) without decoding pixels; `decodeGif` reads the screen and the first frame's
+ * descriptor, lets its caller admit them before anything is allocated, and feeds the frame's data sub-blocks
+ * to the codec's decoder (wasm/webp/gif.c: LZW, palette, rows into the resizer). Sizes claimed by an image
+ * descriptor are only ever compared, never allocated: a frame is clipped to the screen, and LZW output that
+ * falls off the screen is counted past without being expanded. Memory, in the codec: fixed 4096-entry LZW
+ * tables, the palette, a 64 KiB input buffer and, for an interlaced frame only, the indices of the visible
+ * part's even rows (≤ half the screen area); here two 256-entry colour tables.
  *
  * Work (in `GifWork.steps`) is at most: codes read (≤ file bits / 3) + frame rows crossed (≤ 65535) +
  * visible pixels + 2 × 4096 per visible row (expanding the LZW strings that straddle the visible edge).
@@ -36,7 +42,10 @@ export type GifScan = {
   /** Image descriptors in the file: more than one is an animation. */
   frames: number;
   firstFrame: GifFrame;
-  /** Bytes `decodeGifRows` allocates for this file besides its fixed ~30 KB of tables. */
+  /**
+   * What admission weighs for this file besides the decoder's fixed ~100 KB: a screen row of RGBA and, for an
+   * interlaced frame, its visible indices (of which the decoder keeps the even rows).
+   */
   decodeBytes: number;
 };
 
@@ -51,7 +60,6 @@ export const truncatedGif = () =>
     "The GIF file is incomplete: it ends in the middle of its data. Please upload the complete file again.",
   );
 
-const maxCodes = 4096;
 const trailer = 0x3b;
 const extensionIntroducer = 0x21;
 const imageSeparator = 0x2c;
@@ -88,9 +96,27 @@ async function readScreen(reader: ByteReader, globalTable: Uint8Array | null): P
   return { width, height, globalColours };
 }
 
-/** Skips data sub-blocks up to and including their zero-length terminator, one length byte at a time. */
+/**
+ * Skips data sub-blocks up to and including their zero-length terminator. Those already buffered are walked
+ * without an await each (a 12 MP frame has about 26,000); the others a length byte at a time.
+ */
 async function skipSubBlocks(reader: ByteReader): Promise<void> {
-  for (let size = await readByte(reader); size !== 0; size = await readByte(reader)) await reader.skip(size);
+  for (;;) {
+    const buffered = reader.buffered();
+    let at = 0;
+    for (let size = buffered[at]; size !== undefined && size !== 0 && at + 1 + size <= buffered.length; ) {
+      at += 1 + size;
+      size = buffered[at];
+    }
+    if (buffered[at] === 0) {
+      reader.takeBuffered(at + 1);
+      return;
+    }
+    reader.takeBuffered(at);
+    const size = await readByte(reader);
+    if (size === 0) return;
+    await reader.skip(size);
+  }
 }
 
 /** Reads a Graphic Control Extension (after its label); returns its transparent index, or null. */
@@ -172,241 +198,131 @@ export async function scanGif(reader: ByteReader): Promise<GifScan> {
   return { width: screen.width, height: screen.height, frames, firstFrame, decodeBytes: screen.width * 4 + indexBytes };
 }
 
-/** Where decoded LZW strings go: `write` gets visible runs only, `rowDone` each finished visible frame row. */
-type IndexSink = {
-  write(frameRow: number, column: number, string: Uint8Array, offset: number, count: number): void;
-  /** True once every visible row has been received (decoding stops there). */
-  rowDone(frameRow: number): boolean;
-};
-
-const interlacePassStart = [0, 4, 2, 1];
-const interlacePassStep = [8, 8, 4, 2];
+const damaged = (why: string) => unreadable(`its image data ${why}`);
 
 /**
- * Decodes the LZW data sub-blocks of `image` into `sink` until the sink has every visible row. Strings that
- * fall wholly off the screen only advance the position, so a frame's claimed size costs nothing by itself.
+ * Decodes the first frame onto a transparent canvas of the logical screen, its rows going to the resizer
+ * `admit` returns. `admit` gets the screen and the first frame as read by this pass (the reader must be at
+ * the start of the file), before anything is allocated for them, and makes a resizer whose source is the
+ * screen (four channels); the caller frees it. Reading stops after the frame's last visible row: what
+ * follows is never read (`scanGif` is what walks the whole file).
  */
-async function decodeIndices(reader: ByteReader, image: Image, sink: IndexSink, work: GifWork): Promise<void> {
-  const { minCodeSize, width: frameWidth, height: frameHeight, visibleWidth, visibleHeight, interlaced } = image;
-  const clearCode = 1 << minCodeSize;
-  const endCode = clearCode + 1;
-  const prefix = new Uint16Array(maxCodes);
-  const suffix = new Uint8Array(maxCodes);
-  const stringLength = new Uint16Array(maxCodes);
-  const firstIndex = new Uint8Array(maxCodes);
-  const string = new Uint8Array(maxCodes);
-  for (let code = 0; code < clearCode; code += 1) {
-    suffix[code] = code;
-    firstIndex[code] = code;
-    stringLength[code] = 1;
-  }
-  let nextCode = clearCode + 2;
-  let codeSize = minCodeSize + 1;
-  let previous = -1;
-  let bits = 0;
-  let bitCount = 0;
-  let frameRow = 0;
-  let column = 0;
-  let pass = 0;
-  let done = false;
-  let steps = 0;
-
-  const advanceRow = () => {
-    if (!interlaced) {
-      frameRow += 1;
-      return frameRow < frameHeight;
-    }
-    frameRow += interlacePassStep[pass] as number;
-    while (frameRow >= frameHeight) {
-      pass += 1;
-      if (pass === 4) return false;
-      frameRow = interlacePassStart[pass] as number;
-    }
-    return true;
-  };
-
-  /** Places the string of `code` at the current position; sets `done` when nothing more is needed. */
-  const output = (code: number) => {
-    const length = stringLength[code] as number;
-    let expandedFrom = length;
-    let link = code;
-    let offset = 0;
-    while (offset < length) {
-      steps += 1;
-      const count = Math.min(length - offset, frameWidth - column);
-      if (frameRow < visibleHeight && column < visibleWidth) {
-        // Strings are linked from their last character, so a visible run costs the rest of its string (≤ 4096);
-        // a string wholly off the screen is never expanded.
-        if (offset < expandedFrom) {
-          for (let at = expandedFrom - 1; at >= offset; at -= 1) {
-            string[at] = suffix[link] as number;
-            link = prefix[link] as number;
-          }
-          steps += expandedFrom - offset;
-          expandedFrom = offset;
-        }
-        sink.write(frameRow, column, string, offset, Math.min(count, visibleWidth - column));
-      }
-      column += count;
-      offset += count;
-      if (column === frameWidth) {
-        column = 0;
-        if ((frameRow < visibleHeight && sink.rowDone(frameRow)) || !advanceRow()) {
-          done = true; // the rest of this string and any further codes are off the screen or past the frame
-          return;
-        }
-      }
-    }
-  };
-
-  /** Handles one code; false at the end code. */
-  const handle = (code: number): boolean => {
-    steps += 1;
-    if (code === clearCode) {
-      nextCode = clearCode + 2;
-      codeSize = minCodeSize + 1;
-      previous = -1;
-      return true;
-    }
-    if (code === endCode) return false;
-    if (previous < 0) {
-      if (code >= clearCode) throw unreadable("its image data is damaged (it starts with an undefined code)");
-    } else {
-      let first: number;
-      // nextCode itself is the entry being defined: the previous string plus that string's first index.
-      if (code < nextCode) first = firstIndex[code] as number;
-      else if (code === nextCode) first = firstIndex[previous] as number;
-      else throw unreadable("its image data is damaged (it refers to an undefined code)");
-      // A full table keeps decoding without adding, as encoders that defer the clear code expect.
-      if (nextCode < maxCodes) {
-        prefix[nextCode] = previous;
-        suffix[nextCode] = first;
-        stringLength[nextCode] = (stringLength[previous] as number) + 1;
-        firstIndex[nextCode] = firstIndex[previous] as number;
-        nextCode += 1;
-      }
-    }
-    // The code width grows once the next entry needs it, checked after every code as Chromium does: the same
-    // as growing after an addition for code sizes 2–8; with code size 0 or 1 the entry after the clear and
-    // end codes already needs the wider code, so it grows after the first code.
-    if (nextCode >= 1 << codeSize && codeSize < 12) codeSize += 1;
-    output(code);
-    previous = code;
-    return true;
-  };
-
-  /** The next sub-block's data (empty at the terminator); without an await when its bytes are buffered. */
-  const nextBlock = async (): Promise<Uint8Array> => {
-    if (reader.available >= 256) {
-      const size = reader.takeBuffered(1)[0] as number;
-      return reader.takeBuffered(size);
-    }
-    return reader.take(await readByte(reader));
-  };
-
-  try {
-    for (let block = await nextBlock(); block.length !== 0; block = await nextBlock()) {
-      for (let i = 0; i < block.length; i += 1) {
-        bits |= (block[i] as number) << bitCount;
-        bitCount += 8;
-        while (bitCount >= codeSize) {
-          const code = bits & ((1 << codeSize) - 1);
-          bits >>>= codeSize;
-          bitCount -= codeSize;
-          if (!handle(code) || done) {
-            if (done) return;
-            throw unreadable("its image data ends before the image is complete");
-          }
-        }
-      }
-    }
-    throw unreadable("its image data ends before the image is complete");
-  } finally {
-    work.steps += steps;
-  }
-}
-
-/**
- * Decodes the first frame onto a transparent canvas of the logical screen and hands `row` each screen row
- * (width × 4 RGBA bytes, top to bottom, one reused buffer). The reader must be at the start of the file, and
- * the caller must have admitted the screen's area (see `GifScan.decodeBytes`).
- */
-export async function decodeGifRows(
+export async function decodeGif(
   reader: ByteReader,
-  row: (rgba: Uint8Array) => void,
-  work: GifWork = { steps: 0 },
+  codec: WebpCodec,
+  admit: (screen: { width: number; height: number }, frame: GifFrame) => CodecResizer,
+  options: { tick?: () => void; work?: GifWork } = {},
 ): Promise<void> {
   const globalTable = new Uint8Array(256 * 3);
   const localTable = new Uint8Array(256 * 3);
   const screen = await readScreen(reader, globalTable);
   const image = await nextImage(reader, screen, localTable);
   if (!image) throw unreadable("it contains no image");
-  const table = image.hasLocalTable ? localTable : globalTable;
-  const { left, top, visibleWidth, visibleHeight, colours } = image;
-  // Indices past the colour table, and every index of a frame without one, are opaque black, as in browsers.
-  const transparent = image.transparentIndex ?? -1;
-  const rgba = new Uint8Array(screen.width * 4);
-  // One 32-bit store a pixel: the colour table as RGBA words in memory order (the platform's byte order).
-  const pixels = new Uint32Array(rgba.buffer);
-  const words = new Uint32Array(256);
-  const bytes = new Uint8Array(words.buffer);
-  for (let index = 0; index < 256; index += 1) {
-    if (index < colours) bytes.set(table.subarray(index * 3, index * 3 + 3), index * 4);
-    bytes[index * 4 + 3] = 255;
-  }
-  const emit = () => {
-    row(rgba);
-    pixels.fill(0);
-  };
-  /** Writes palette indices as RGBA from screen column `x`. */
-  const paint = (x: number, indices: Uint8Array, from: number, count: number) => {
-    for (let i = 0; i < count; i += 1) {
-      const index = indices[from + i] as number;
-      if (index === transparent) continue; // the buffer is already transparent there
-      pixels[x + i] = words[index] as number;
+  const resizer = admit(screen, frameOf(image));
+  const decoder = codec.createGifDecoder(
+    {
+      screenWidth: screen.width,
+      screenHeight: screen.height,
+      left: image.left,
+      top: image.top,
+      width: image.width,
+      height: image.height,
+      visibleWidth: image.visibleWidth,
+      visibleHeight: image.visibleHeight,
+      interlaced: image.interlaced,
+      minCodeSize: image.minCodeSize,
+      transparentIndex: image.transparentIndex,
+    },
+    resizer,
+  );
+  if (!decoder) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+  try {
+    // Indices past the colour table, and every index of a frame without one, are opaque black, as in browsers;
+    // gif.c makes the transparent index transparent, whether or not it is in the table.
+    const table = image.hasLocalTable ? localTable : globalTable;
+    const palette = decoder.palette();
+    for (let index = 0; index < 256; index += 1) {
+      if (index < image.colours) palette.set(table.subarray(index * 3, index * 3 + 3), index * 4);
+      else palette.fill(0, index * 4, index * 4 + 3);
+      palette[index * 4 + 3] = 255;
     }
-  };
+    let status = decoder.begin();
+    while (status === gifStatus.needInput) {
+      // Whole sub-blocks, as many as are buffered and fit the decoder's input: a sub-block is decoded only once
+      // all of it has arrived, so a file cut inside one is "incomplete", whatever the bytes before the cut.
+      const buffered = reader.buffered();
+      let end = 0;
+      while (end < buffered.length) {
+        const size = buffered[end] as number;
+        if (end + 1 + size > buffered.length || end + 1 + size > decoder.inputBytes) break;
+        end += 1 + size;
+        if (size === 0) break; // the terminator: what follows is not this frame's data
+      }
+      if (end === 0) {
+        if (!(await reader.ensure(buffered.length === 0 ? 1 : 1 + (buffered[0] as number)))) throw truncatedGif();
+        continue;
+      }
+      status = decoder.feed(reader.takeBuffered(end));
+      options.tick?.();
+    }
+    switch (status) {
+      case gifStatus.finished:
+        return;
+      case gifStatus.badFirstCode:
+        throw damaged("is damaged (it starts with an undefined code)");
+      case gifStatus.undefinedCode:
+        throw damaged("is damaged (it refers to an undefined code)");
+      default:
+        throw damaged("ends before the image is complete");
+    }
+  } finally {
+    if (options.work) options.work.steps += decoder.steps();
+    decoder.free();
+  }
+}
 
-  if (visibleHeight === 0) {
-    for (let y = 0; y < screen.height; y += 1) emit();
-    return;
-  }
-  for (let y = 0; y < top; y += 1) emit();
-  if (!image.interlaced) {
-    // Rows arrive in screen order: each is painted straight into the output row.
-    await decodeIndices(
+/** The codec instance of `decodeGifRows` (tests and tools; the conversion uses its own). */
+let rowsCodec: WebpCodec | null = null;
+
+/**
+ * Decodes the first frame onto a transparent canvas of the logical screen and hands `row` each screen row
+ * (width × 4 RGBA bytes, top to bottom), for tests and tools: the same decoder as the conversion's, its rows
+ * kept at full size (screen area × 4 bytes in a codec instance of its own) instead of reduced. Rows decoded
+ * before an error are handed over before it is thrown. The reader must be at the start of the file.
+ */
+export async function decodeGifRows(
+  reader: ByteReader,
+  row: (rgba: Uint8Array) => void,
+  work: GifWork = { steps: 0 },
+): Promise<void> {
+  rowsCodec ??= createWebpCodec(codecWasm);
+  const codec = rowsCodec;
+  const canvas = { pointer: 0, width: 0, resizer: null as CodecResizer | null };
+  try {
+    await decodeGif(
       reader,
-      image,
-      {
-        write: (_frameRow, column, string, offset, count) => paint(left + column, string, offset, count),
-        rowDone: (frameRow) => {
-          emit();
-          return frameRow === visibleHeight - 1;
-        },
+      codec,
+      (screen) => {
+        canvas.pointer = codec.malloc(screen.width * screen.height * 4);
+        if (canvas.pointer === 0)
+          throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+        canvas.width = screen.width;
+        // An area average at 1:1 is a copy: every pixel is its own footprint (alpha is 0 or 255 here).
+        canvas.resizer = codec.createResizer(screen.width, screen.height, screen.width, screen.height, canvas.pointer, {
+          opaque: false,
+          channels: 4,
+        });
+        if (!canvas.resizer)
+          throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+        return canvas.resizer;
       },
-      work,
+      { work },
     );
-  } else {
-    // Passes revisit the picture, so the visible indices are kept (≤ screen area) and painted afterwards.
-    const indices = new Uint8Array(visibleWidth * visibleHeight);
-    let rowsDone = 0;
-    await decodeIndices(
-      reader,
-      image,
-      {
-        write: (frameRow, column, string, offset, count) =>
-          indices.set(string.subarray(offset, offset + count), frameRow * visibleWidth + column),
-        rowDone: () => {
-          rowsDone += 1;
-          return rowsDone === visibleHeight;
-        },
-      },
-      work,
-    );
-    for (let frameRow = 0; frameRow < visibleHeight; frameRow += 1) {
-      paint(left, indices, frameRow * visibleWidth, visibleWidth);
-      emit();
-    }
+  } finally {
+    const rowBytes = canvas.width * 4;
+    const rows = canvas.resizer?.rowsPushed ?? 0;
+    canvas.resizer?.free();
+    for (let y = 0; y < rows; y += 1) row(codec.heap(canvas.pointer + y * rowBytes, rowBytes));
+    if (canvas.pointer) codec.free(canvas.pointer);
   }
-  for (let y = top + visibleHeight; y < screen.height; y += 1) emit();
 }

@@ -24,7 +24,7 @@ import {
 } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
-import { decodeGifRows, scanGif, truncatedGif } from "./gif";
+import { decodeGif, type GifScan, scanGif, truncatedGif } from "./gif";
 import { cmykChannel, type JpegHeader, readJpegHeader } from "./jpeg-header";
 import {
   arenaAlloc,
@@ -128,8 +128,8 @@ async function readWhole(input: ImageInput, target: Uint8Array, truncated: () =>
  * The two WebAssembly instances an isolate keeps, and what each one's memory holds. WebAssembly memory
  * never shrinks, so the isolate carries each instance's high-water mark; admission keeps each under its
  * share whatever the sequence of images (docs/conversion.md):
- * - `codec` (our build of libwebp, zlib's inflate, png.c and resize.c): the target image, the resizer, the
- *   PNG decoder and an interlaced PNG's even rows, the WebP input file, and the encoder's work. The target
+ * - `codec` (our build of libwebp, zlib's inflate, png.c, gif.c and resize.c): the target image, the resizer,
+ *   the PNG and GIF decoders and an interlaced image's even rows, the WebP input file, and the encoder's work. The target
  *   is written there by the resizer, so the encoder takes it in place and frees it.
  * - `turbo` (libjpeg-turbo): the scratch arena of the JPEG decoders: the file and its M/8-scaled pixels,
  *   progressive coefficients. One block malloc'd at creation and handed out
@@ -301,16 +301,33 @@ export function codecMemory(): { scratch: number; codec: number; lastConversionC
 }
 
 /**
- * Counts a GIF's frames by walking its blocks, streamed, without decoding pixels: a GIF of more than one
- * frame is an animation and is hosted unchanged.
+ * What walking a GIF's blocks found: its scan, or why it cannot be read. The sniff's frame count gets it, and
+ * hands it to `convertToWebp` for the same input, so a still GIF is walked once, not once more to convert.
  */
-export async function gifFrameCount(input: ImageInput): Promise<number> {
+export type GifScanOutcome = { scan: GifScan } | { refusal: UnconvertibleImageError };
+
+/**
+ * Walks a GIF's blocks, streamed, without decoding pixels (`scanGif`): counts its frames (more than one is an
+ * animation, hosted unchanged) and checks every descriptor. Errors other than the file's own (a failed read)
+ * are thrown.
+ */
+export async function scanGifInput(input: ImageInput): Promise<GifScanOutcome> {
   const reader = await openReader(input, truncatedGif);
   try {
-    return (await scanGif(reader)).frames;
+    return { scan: await scanGif(reader) };
+  } catch (error) {
+    if (error instanceof UnconvertibleImageError) return { refusal: error };
+    throw error;
   } finally {
     await reader.cancel();
   }
+}
+
+/** A GIF's frame count (`scanGifInput`); throws why a file cannot be read. */
+export async function gifFrameCount(input: ImageInput): Promise<number> {
+  const outcome = await scanGifInput(input);
+  if ("refusal" in outcome) throw outcome.refusal;
+  return outcome.scan.frames;
 }
 
 /** Whether a WebP or PNG's leading bytes announce an animation (APNG's acTL before the first IDAT). */
@@ -332,20 +349,21 @@ export function isAnimated(head: Uint8Array, kind: "webp" | "png"): boolean {
 /**
  * Converts one still image to WebP at exactly min(long edge, maxEdge) on its long edge (never upscaled),
  * aspect and transparency kept, EXIF orientation applied. One conversion runs at a time per isolate (see
- * `acquireLock`). Row formats (PNG, GIF, BMP) are read from the input as a stream.
+ * `acquireLock`). Row formats (PNG, GIF, BMP) are read from the input as a stream. `gifScan`: what
+ * `scanGifInput` found for this same input (the sniff's frame count), so a GIF's blocks are not walked again.
  */
 export async function convertToWebp(
   input: ImageInput,
   kind: StillImageKind,
-  options: { maxEdge: number; quality?: number },
+  options: { maxEdge: number; quality?: number; gifScan?: GifScanOutcome },
 ): Promise<ConvertedImage> {
-  const { maxEdge, quality = 80 } = options;
+  const { maxEdge, quality = 80, gifScan } = options;
   if (!Number.isInteger(maxEdge) || maxEdge < 1 || maxEdge > maxSupportedEdge)
     throw new RangeError(`maxEdge must be an integer between 1 and ${maxSupportedEdge}`);
   if (!(quality >= 0 && quality <= maxQuality)) throw new RangeError(`quality must be between 0 and ${maxQuality}`);
   const ticket = await acquireLock();
   try {
-    return await convertNow(input, kind, maxEdge, quality, () => progress(ticket));
+    return await convertNow(input, kind, maxEdge, quality, () => progress(ticket), null, gifScan);
   } finally {
     releaseLock(ticket);
   }
@@ -403,6 +421,7 @@ async function convertNow(
   quality: number,
   tick: () => void,
   size: { width: number; height: number } | null = null,
+  gifScan?: GifScanOutcome,
 ): Promise<ConvertedImage> {
   const current = getCodecs(kind);
   let used = 0;
@@ -443,7 +462,7 @@ async function convertNow(
         orientation = await decodeBmpInput(input, context);
         break;
       case "gif":
-        await decodeGifInput(input, context);
+        await decodeGifInput(input, context, gifScan);
         break;
       case "webp":
         orientation = await decodeWebpInput(input, context);
@@ -640,38 +659,58 @@ async function decodeBmpInput(input: ImageInput, context: Context): Promise<Orie
   }
 }
 
-/** Largest interlaced GIF frame whose indices a decode may hold: 12 MB, a 12-megapixel screen. */
+/** Largest interlaced GIF frame whose visible indices admission allows: 12 MB (the decoder keeps half of them). */
 const maxInterlacedGifBytes = 12_000_000;
 
-/** GIF: the first frame on a transparent canvas of the logical screen, rows streamed (two reads: scan, decode). */
-async function decodeGifInput(input: ImageInput, context: Context): Promise<void> {
-  const scanner = await openReader(input, truncatedGif);
-  let scan: Awaited<ReturnType<typeof scanGif>>;
-  try {
-    scan = await scanGif(scanner);
-  } finally {
-    await scanner.cancel();
-  }
+/**
+ * GIF: every block walked first (`scanGif`: one frame, every descriptor checked) before anything is
+ * allocated, by the caller's `scanGifInput` (the sniff's frame count) or here; then a second read decodes the
+ * first frame onto a transparent canvas of the logical screen inside the codec (gif.c), rows into the
+ * resizer, and stops after its last visible row.
+ */
+async function decodeGifInput(input: ImageInput, context: Context, scanned: GifScanOutcome | undefined): Promise<void> {
+  const outcome = scanned ?? (await scanGifInput(input));
+  if ("refusal" in outcome) throw outcome.refusal;
+  const scan = outcome.scan;
   if (scan.frames > 1)
     throw new UnconvertibleImageError("The GIF image is animated; animated images are not converted.");
-  refuseSourcePixels(scan.width, scan.height);
-  // An interlaced frame's visible indices (one byte a pixel) are held in the JS heap while its passes arrive.
-  if (scan.decodeBytes > maxInterlacedGifBytes)
-    throw tooLarge(scan.width, scan.height, maxInterlacedGifBytes, "an interlaced GIF frame");
+  admitGif(scan.width, scan.height, scan.decodeBytes);
   const reader = await openReader(input, truncatedGif);
+  const made: { resizer: CodecResizer | null; height: number } = { resizer: null, height: 0 };
   try {
-    // A frame covering the whole screen without a transparent index paints every pixel opaque.
-    const frame = scan.firstFrame;
-    const opaque =
-      frame.transparentIndex === null &&
-      frame.left === 0 &&
-      frame.top === 0 &&
-      frame.visibleWidth === scan.width &&
-      frame.visibleHeight === scan.height;
-    await streamRows(context, scan.width, scan.height, opaque, (push) => decodeGifRows(reader, push));
+    await decodeGif(
+      reader,
+      context.codecs.codec,
+      (screen, frame) => {
+        // Admitted from this read's own header too: it is what the memory is allocated for.
+        const interlacedBytes = frame.interlaced ? frame.visibleWidth * frame.visibleHeight : 0;
+        admitGif(screen.width, screen.height, screen.width * 4 + interlacedBytes);
+        // A frame covering the whole screen without a transparent index paints every pixel opaque.
+        const opaque =
+          frame.transparentIndex === null &&
+          frame.left === 0 &&
+          frame.top === 0 &&
+          frame.visibleWidth === screen.width &&
+          frame.visibleHeight === screen.height;
+        made.resizer = createResizer(context, screen.width, screen.height, { opaque, channels: 4 });
+        made.height = screen.height;
+        return made.resizer;
+      },
+      { tick: context.tick },
+    );
+    if (made.resizer?.rowsPushed !== made.height)
+      throw new UnconvertibleImageError("The image data ends before its last row.");
   } finally {
+    made.resizer?.free();
     await reader.cancel();
   }
+}
+
+/** Refuses a GIF screen, or an interlaced frame's indices, beyond the limits, from the header alone. */
+function admitGif(width: number, height: number, decodeBytes: number): void {
+  refuseSourcePixels(width, height);
+  if (decodeBytes > maxInterlacedGifBytes)
+    throw tooLarge(width, height, maxInterlacedGifBytes, "an interlaced GIF frame");
 }
 
 const truncatedJpeg = () =>

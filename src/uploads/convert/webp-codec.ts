@@ -19,6 +19,7 @@ type CodecExports = {
   malloc(size: number): number;
   free(pointer: number): void;
   encode_rgba(pointer: number, width: number, height: number, quality: number, method: number): number;
+  rgba_has_transparency(pointer: number, pixels: number): number;
   decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
   get_features(file: number, size: number, out: number): number;
   resizer_create(
@@ -53,6 +54,27 @@ type CodecExports = {
   png_input(png: number): number;
   png_input_size(): number;
   png_feed(png: number, size: number): number;
+  gif_create(
+    screenWidth: number,
+    screenHeight: number,
+    left: number,
+    top: number,
+    frameWidth: number,
+    frameHeight: number,
+    visibleWidth: number,
+    visibleHeight: number,
+    interlaced: number,
+    minCodeSize: number,
+    transparentIndex: number,
+    resizer: number,
+  ): number;
+  gif_free(gif: number): void;
+  gif_palette(gif: number): number;
+  gif_input(gif: number): number;
+  gif_input_size(): number;
+  gif_steps(gif: number): number;
+  gif_begin(gif: number): number;
+  gif_feed(gif: number, size: number): number;
   colour_create(profile: number, size: number, kind: number): number;
   colour_apply(transform: number, input: number, output: number, count: number): void;
   colour_free(transform: number): void;
@@ -191,6 +213,45 @@ export const pngStatus = {
   noMemory: -5,
 } as const;
 
+/** The GIF image data decoder (gif.c): data sub-blocks in, screen rows into a resizer. */
+export type CodecGifDecoder = {
+  /** The 256 RGBA entries of the frame's colour table (0, 0, 0, 255 past it), filled before `begin`. */
+  palette(): Uint8Array;
+  /** Hands on the screen rows above the frame (all of them for a frame off the screen); a `gifStatus` code. */
+  begin(): number;
+  /** Decodes whole data sub-blocks (length bytes included), up to `inputBytes`; returns a `gifStatus` code. */
+  feed(data: Uint8Array): number;
+  readonly inputBytes: number;
+  /** Decoding steps so far: codes, row segments, string characters expanded. */
+  steps(): number;
+  free(): void;
+};
+
+/** What gif.c's gif_begin and gif_feed answer. */
+export const gifStatus = {
+  needInput: 0,
+  finished: 1,
+  endsEarly: -1,
+  badFirstCode: -2,
+  undefinedCode: -3,
+} as const;
+
+/** What a GIF decoder needs: the screen, the frame as its descriptor claims and its part on the screen. */
+export type GifDecoderPlan = {
+  screenWidth: number;
+  screenHeight: number;
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+  visibleWidth: number;
+  visibleHeight: number;
+  interlaced: boolean;
+  minCodeSize: number;
+  /** The index drawn transparent, or null. */
+  transparentIndex: number | null;
+};
+
 /** What a PNG decoder needs from the header (tRNS keys: -1 when absent). */
 export type PngDecoderPlan = {
   width: number;
@@ -257,6 +318,11 @@ export type WebpCodec = {
   /** A PNG data decoder handing its rows to `resizer` (whose source size is the image's); null without memory. */
   createPngDecoder(plan: PngDecoderPlan, resizer: CodecResizer): CodecPngDecoder | null;
   /**
+   * A GIF frame decoder handing the screen's rows to `resizer` (whose source size is the screen's, four
+   * channels); null without memory. An interlaced frame keeps its visible even rows, one byte a pixel.
+   */
+  createGifDecoder(plan: GifDecoderPlan, resizer: CodecResizer): CodecGifDecoder | null;
+  /**
    * A transform to sRGB from the ICC profile at `profile` (`size` bytes, in the codec's memory; 0 for the
    * built-in press CMYK profile) for pixels of `kind`; 0 when lcms refuses the profile, its colour space is
    * not the image's, or memory runs out. The profile's bytes may be freed as soon as this returns.
@@ -274,12 +340,6 @@ export type WebpCodec = {
 
 const formats = ["mixed", "lossy", "lossless"] as const;
 const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0));
-
-/** Whether any alpha byte of the RGBA is below 255. */
-function hasTransparency(rgba: Uint8Array): boolean {
-  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return true;
-  return false;
-}
 
 /**
  * Turns libwebp's simple file (RIFF header, "VP8 " chunk) into VP8X + ALPH + VP8 without copying the VP8
@@ -361,8 +421,8 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     let alph: Uint8Array | null = null;
     try {
       // Read in place, before encode_rgba frees the pixels.
-      const rgba = heap(pointer, width * height * 4);
-      if (hasTransparency(rgba)) alph = encodeAlph(rgba, width, height).payload;
+      if (exports.rgba_has_transparency(pointer, width * height) !== 0)
+        alph = encodeAlph(heap(pointer, width * height * 4), width, height).payload;
     } catch (error) {
       exports.free(pointer);
       throw error;
@@ -476,6 +536,37 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
           return exports.png_feed(handle, data.length);
         },
         free: () => exports.png_free(handle),
+      };
+    },
+    createGifDecoder(plan, resizer) {
+      const handle = exports.gif_create(
+        plan.screenWidth,
+        plan.screenHeight,
+        plan.left,
+        plan.top,
+        plan.width,
+        plan.height,
+        plan.visibleWidth,
+        plan.visibleHeight,
+        plan.interlaced ? 1 : 0,
+        plan.minCodeSize,
+        plan.transparentIndex ?? -1,
+        resizer.handle,
+      );
+      if (handle === 0) return null;
+      const input = exports.gif_input(handle);
+      const inputBytes = exports.gif_input_size();
+      return {
+        palette: () => heap(exports.gif_palette(handle), 256 * 4),
+        begin: () => exports.gif_begin(handle),
+        inputBytes,
+        feed(data) {
+          if (data.length > inputBytes) throw new RangeError("more GIF data than the decoder's input buffer");
+          heap(input, data.length).set(data);
+          return exports.gif_feed(handle, data.length);
+        },
+        steps: () => exports.gif_steps(handle),
+        free: () => exports.gif_free(handle),
       };
     },
     createColourTransform: (profile, size, kind) => exports.colour_create(profile, size, kind),
