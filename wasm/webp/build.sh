@@ -86,7 +86,10 @@ echo "$CMYK_PROFILE_SHA256  $PROFILE" | sha256sum -c --quiet - ||
 # -msse4.1 (implies SSE2) makes libwebp compile its SSE2/SSE4.1 code, which emscripten's x86 intrinsics
 # headers translate to wasm SIMD (-msimd128). The NEON/MIPS/MSA files only hold stubs on this target.
 # CMS_NO_PTHREADS: lcms2 guards its plugin registry with a mutex; the module is single-threaded.
-CFLAGS=(-O3 -msimd128 -msse4.1 -DNDEBUG -DCMS_NO_PTHREADS=1 -I"$SRC" -I"$ZSRC" -I"$LSRC/include" -Wall)
+# -mbulk-memory: memcpy and memset become WebAssembly's memory.copy and memory.fill (the engine's own
+# memmove), not emscripten's byte- and word-loop memcpy: zlib copies half of all it inflates into its window
+# (a 12 MP RGB PNG converts ~15 ms faster inside workerd; the output is the same).
+CFLAGS=(-O3 -msimd128 -mbulk-memory -msse4.1 -DNDEBUG -DCMS_NO_PTHREADS=1 -I"$SRC" -I"$ZSRC" -I"$LSRC/include" -Wall)
 OBJ="$BUILD/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
@@ -126,7 +129,7 @@ printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/gif.c"
 # The 256 KiB stack is ~40 times what was measured (6.7 KB for a 12 MP encode at method 6, 1.9 KB to decode).
 # write_output is meant to stay undefined (an import), so emcc's "undefined symbol: write_output" warning is
 # expected; the import check below fails the build on anything else.
-emcc -O3 -msimd128 "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
+emcc -O3 -msimd128 -mbulk-memory "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
   --no-entry -sSTANDALONE_WASM=1 -sALLOW_MEMORY_GROWTH=1 \
   -sINITIAL_MEMORY=2097152 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
   -sERROR_ON_UNDEFINED_SYMBOLS=0 \

@@ -76,12 +76,11 @@ Resizer* resizer_create(int source_width, int source_height, int target_width, i
   r->taps = malloc(sizeof(float) * max_taps);
   // Opaque rows: the taps again, in pairs of 14-bit fixed-point weights, each pair repeated across a vector.
   if (opaque) r->pairs = aligned_alloc(16, sizeof(v128_t) * (max_taps / 2 + target_width));
-  r->horizontal = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->sums = aligned_alloc(16, sizeof(float) * 4 * target_width);
   r->carried = aligned_alloc(16, sizeof(float) * 4 * target_width);
   // One row of the source, with slack for the 8-byte loads of a pair of pixels (the second may be padding).
   r->row = calloc(1, (size_t)source_width * channels + 16);
-  if (!r->first || !r->count || !r->taps || (opaque && !r->pairs) || !r->horizontal || !r->sums || !r->carried || !r->row) {
+  if (!r->first || !r->count || !r->taps || (opaque && !r->pairs) || !r->sums || !r->carried || !r->row) {
     resizer_free(r);
     return 0;
   }
@@ -111,7 +110,6 @@ void resizer_free(Resizer* r) {
   free(r->count);
   free(r->taps);
   free(r->pairs);
-  free(r->horizontal);
   free(r->sums);
   free(r->carried);
   free(r->row);
@@ -120,12 +118,23 @@ void resizer_free(Resizer* r) {
 
 uint8_t* resizer_row(Resizer* r) { return r->row; }
 
-// Averages one source row across each target column's footprint into `horizontal` (four floats a column:
-// premultiplied RGB and alpha for transparent sources, RGB and an unused lane for opaque ones).
-static void reduce_row(Resizer* r, const uint8_t* row) {
+// Adds `weight` × `value` to the four floats at `into`, or stores it when the row holds nothing yet.
+static inline void add_weighted(float* into, int fresh, v128_t value, v128_t weight) {
+  const v128_t product = wasm_f32x4_mul(value, weight);
+  wasm_v128_store(into, fresh ? product : wasm_f32x4_add(wasm_v128_load(into), product));
+}
+
+// Averages one source row across each target column's footprint (four floats a column: premultiplied RGB and
+// alpha for transparent sources, RGB and an unused lane for opaque ones) and adds it, weighted, to the target
+// row being accumulated and, when the source row straddles two target rows (`next` > 0), to the next one.
+static void reduce_row(Resizer* r, const uint8_t* row, float current, float next) {
   const int channels = r->channels;
   const float* tap = r->taps;
-  float* horizontal = r->horizontal;
+  float* const sums = r->sums;
+  float* const carried = r->carried;
+  const int sums_fresh = r->sums_fresh, carried_fresh = r->carried_fresh;
+  const v128_t w_current = wasm_f32x4_splat(current);
+  const v128_t w_next = wasm_f32x4_splat(next);
   if (r->opaque) {
     // Two pixels' bytes (8 of RGBA, 6 of RGB) spread to 16-bit lanes as (r0 r1 g0 g1 b0 b1 a0 a1): one dot
     // product with the pair's weights gives the four channel sums.
@@ -142,23 +151,28 @@ static void reduce_row(Resizer* r, const uint8_t* row) {
                                  : wasm_i8x16_shuffle(bytes, zero, 0, 16, 3, 16, 1, 16, 4, 16, 2, 16, 5, 16, 16, 16, 16, 16);
         sum = wasm_i32x4_add(sum, wasm_i32x4_dot_i16x8(lanes, *pair));
       }
-      wasm_v128_store(horizontal + 4 * x, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale));
+      const v128_t average = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sum), scale);
+      add_weighted(sums + 4 * x, sums_fresh, average, w_current);
+      if (next > 0) add_weighted(carried + 4 * x, carried_fresh, average, w_next);
     }
-    return;
-  }
-  const v128_t one_alpha = wasm_f32x4_make(1, 1, 1, 0);
-  const v128_t alpha_lane = wasm_f32x4_make(0, 0, 0, 1);
-  for (int x = 0; x < r->target_width; x++) {
-    const uint8_t* p = row + (size_t)r->first[x] * 4;
-    v128_t sum = wasm_f32x4_splat(0);
-    for (int t = r->count[x]; t > 0; t--, p += 4, tap++) {
-      // (r, g, b, 1) × alpha × weight: premultiplied colour, and the alpha itself in the last lane.
-      const float weight = p[3] * *tap;
-      const v128_t pixel = wasm_f32x4_add(wasm_f32x4_mul(load_pixel(p), one_alpha), alpha_lane);
-      sum = wasm_f32x4_add(sum, wasm_f32x4_mul(pixel, wasm_f32x4_splat(weight)));
+  } else {
+    const v128_t one_alpha = wasm_f32x4_make(1, 1, 1, 0);
+    const v128_t alpha_lane = wasm_f32x4_make(0, 0, 0, 1);
+    for (int x = 0; x < r->target_width; x++) {
+      const uint8_t* p = row + (size_t)r->first[x] * 4;
+      v128_t sum = wasm_f32x4_splat(0);
+      for (int t = r->count[x]; t > 0; t--, p += 4, tap++) {
+        // (r, g, b, 1) × alpha × weight: premultiplied colour, and the alpha itself in the last lane.
+        const float weight = p[3] * *tap;
+        const v128_t pixel = wasm_f32x4_add(wasm_f32x4_mul(load_pixel(p), one_alpha), alpha_lane);
+        sum = wasm_f32x4_add(sum, wasm_f32x4_mul(pixel, wasm_f32x4_splat(weight)));
+      }
+      add_weighted(sums + 4 * x, sums_fresh, sum, w_current);
+      if (next > 0) add_weighted(carried + 4 * x, carried_fresh, sum, w_next);
     }
-    wasm_v128_store(horizontal + 4 * x, sum);
   }
+  r->sums_fresh = 0;
+  if (next > 0) r->carried_fresh = 0;
 }
 
 static void emit_row(Resizer* r) {
@@ -200,38 +214,23 @@ static void emit_row(Resizer* r) {
   r->output_row++;
 }
 
-// Adds `weight` × horizontal to `into`, four lanes at a time; stores it when `into` holds nothing yet (*fresh,
-// then cleared), which spares clearing the buffer between target rows.
-static void accumulate(float* into, int* fresh, const float* horizontal, float weight, int floats) {
-  const v128_t w = wasm_f32x4_splat(weight);
-  if (*fresh) {
-    for (int i = 0; i < floats; i += 4) wasm_v128_store(into + i, wasm_f32x4_mul(wasm_v128_load(horizontal + i), w));
-    *fresh = 0;
-    return;
-  }
-  for (int i = 0; i < floats; i += 4)
-    wasm_v128_store(into + i,
-                    wasm_f32x4_add(wasm_v128_load(into + i), wasm_f32x4_mul(wasm_v128_load(horizontal + i), w)));
-}
-
 int resizer_push(Resizer* r) { return resizer_push_from(r, r->row); }
 
 int resizer_push_from(Resizer* r, const uint8_t* row) {
   if (r->rows_pushed >= r->source_height) return -1;
   const int y = r->rows_pushed++;
-  reduce_row(r, row);
-  const int floats = 4 * r->target_width;
   const double top = r->output_row * r->ratio_y;
   const double bottom = fmin(r->source_height, (r->output_row + 1) * r->ratio_y);
   const double in_current = (fmin(y + 1, bottom) - fmax(y, top)) / (bottom - top);
-  accumulate(r->sums, &r->sums_fresh, r->horizontal, (float)in_current, floats);
   // A source row straddling a target row's bottom gives the rest of its weight to the next target row
   // (a ratio of at least 1 means it reaches no further).
   const double rest = y + 1 - bottom;
+  float in_next = 0;
   if (rest > 1e-9 && r->output_row + 1 < r->target_height) {
     const double next_span = fmin(r->source_height, (r->output_row + 2) * r->ratio_y) - bottom;
-    accumulate(r->carried, &r->carried_fresh, r->horizontal, (float)(rest / next_span), floats);
+    in_next = (float)(rest / next_span);
   }
+  reduce_row(r, row, (float)in_current, in_next);
   if (y + 1 >= bottom - 1e-9 || r->rows_pushed == r->source_height) {
     if (r->output_row < r->target_height) emit_row(r);
     float* swap = r->sums;

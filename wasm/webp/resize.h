@@ -13,7 +13,6 @@ typedef struct {
   int32_t* count;  // source pixels in each target column
   float* taps;     // their weights, each column's summing to 1
   void* pairs;     // opaque rows: the same in 14-bit fixed point, in pairs (v128_t); else null
-  float* horizontal;
   float* sums;     // the target row being accumulated
   float* carried;  // the next one's share of a straddling source row
   int sums_fresh, carried_fresh;  // whether each holds nothing yet (its next contribution is stored, not added)
