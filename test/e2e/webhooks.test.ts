@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import type { components } from "../../openapi/schema";
 import { type Answer, type Delivery, startReceiver } from "../../scripts/webhook-receiver.mjs";
 import { poll } from "../support/poll";
 import { expectJson, expectStatus } from "../support/responses";
@@ -53,7 +54,7 @@ async function seedProducts(urls: string[]) {
   return products.map((product) => product.id);
 }
 
-type EventDetail = { id: string; status: string; attempts: number; attempt_log: Array<Record<string, unknown>> };
+type EventDetail = components["schemas"]["WebhookEventDetail"];
 /** The detail of the one event of a product, or null while there is none. */
 const eventOf = async (productId: string) => {
   const list = await expectJson<{ items: Array<{ id: string }> }>(

@@ -1,6 +1,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { createApp } from "../../src/app";
+import { type ApiCall, apiRequestInit } from "./request-init";
 
 export { type AnyResponse, expectJson, expectStatus } from "./responses";
 
@@ -9,28 +10,14 @@ export const origin = "https://checkout.test";
 /** Bindings a test puts in place of the configured ones: variables as `wrangler dev --var` sets them, or stand-ins. */
 export type BindingOverrides = Partial<Record<keyof Env, unknown>>;
 
-type CallOptions = {
-  method?: string;
-  token?: string | null;
-  store?: string;
-  body?: unknown;
-  rawBody?: BodyInit;
-  headers?: Record<string, string>;
+type CallOptions = ApiCall & {
   /** Bindings over the test ones: the call then goes to the app with them (see {@link fetchApp}). */
   env?: BindingOverrides;
 };
 
 /** Calls the Worker's own fetch handler at `/api/v1{path}`, as a client would. */
 export function api(path: string, options: CallOptions = {}): Promise<Response> {
-  const headers = new Headers(options.headers);
-  if (options.token) headers.set("Authorization", `Bearer ${options.token}`);
-  if (options.store) headers.set("X-Service-Store", options.store);
-  let body: BodyInit | undefined = options.rawBody;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers.set("Content-Type", "application/json");
-  }
-  const init = { method: options.method ?? "GET", headers, body };
+  const init = apiRequestInit(options);
   if (options.env) return fetchApp(`/api/v1${path}`, init, options.env);
   return exports.default.fetch(new Request(`${origin}/api/v1${path}`, init));
 }
