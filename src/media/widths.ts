@@ -53,7 +53,6 @@ let generations = 0;
 
 /** The widths this isolate served last (variant-memory.ts): a read from here touches neither cache nor R2. */
 export const rememberedWidths = new VariantMemory();
-const memory = rememberedWidths;
 
 /** How many widths this isolate has made (hosted images decoded): tests and the benchmark count with it. */
 export function widthGenerations(): number {
@@ -92,19 +91,14 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
 
   // One entry per image and width (in memory and in the edge cache), whatever else the query holds.
   const cacheKey = `${url.origin}${url.pathname}?width=${width}`;
-  const remembered = memory.get(cacheKey);
+  const remembered = rememberedWidths.get(cacheKey);
   if (remembered) return answerBytes(request, remembered);
 
   const cached = await caches.default.match(cacheKey);
   if (cached) {
     const etag = cached.headers.get("ETag");
-    const size = Number(cached.headers.get("Content-Length"));
-    if (etag && memory.fits(size)) {
-      const bytes = new Uint8Array(await cached.arrayBuffer());
-      if (bytes.byteLength === size) memory.remember(cacheKey, { bytes, etag });
-      return answer(request, cached.headers, new Response(bytes));
-    }
-    return answer(request, cached.headers, cached);
+    const kept = etag && (await keep(cacheKey, etag, Number(cached.headers.get("Content-Length")), cached));
+    return kept ? answerBytes(request, kept) : answer(request, cached.headers, cached);
   }
 
   const key = mediaWidthKey(storeId, uploadId, width);
@@ -154,18 +148,25 @@ async function serveStored(
   size: number,
   body: Response,
 ): Promise<Response> {
-  let response: Response;
-  if (memory.fits(size)) {
-    const bytes = new Uint8Array(await body.arrayBuffer());
-    if (bytes.byteLength === size) memory.remember(cacheKey, { bytes, etag });
-    response = await answerBytes(ask.request, { bytes, etag });
-  } else {
-    response = await answer(ask.request, variantHeaders(etag, size), body);
-  }
+  const kept = await keep(cacheKey, etag, size, body);
+  const response = kept
+    ? await answerBytes(ask.request, kept)
+    : await answer(ask.request, variantHeaders(etag, size), body);
   if (ask.request.method === "GET" && response.status === 200) {
     ask.waitUntil(caches.default.put(cacheKey, response.clone()));
   }
   return response;
+}
+
+/**
+ * Reads a variant's body and keeps it in the isolate's memory when it is small enough; null (the body
+ * unread) when it is not. A body shorter than its recorded size is answered but not kept.
+ */
+async function keep(cacheKey: string, etag: string, size: number, body: Response): Promise<RememberedVariant | null> {
+  if (!rememberedWidths.fits(size)) return null;
+  const variant = { bytes: new Uint8Array(await body.arrayBuffer()), etag };
+  if (variant.bytes.byteLength === size) rememberedWidths.remember(cacheKey, variant);
+  return variant;
 }
 
 /** Answers a variant whose bytes are at hand. */
