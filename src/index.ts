@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { setting } from "./config";
-import { createDb, type Database } from "./db/client";
+import type { Database } from "./db/client";
+import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
 import { sweepEvents } from "./events/sweep";
@@ -25,11 +26,42 @@ async function liveProductOrNull(db: Database, storeId: string, productId: strin
   }
 }
 
+/** The messages of a batch by the home database their event lives in (a message without one: `DB`). */
+function byHome(messages: readonly Message<unknown>[]): Map<string, Message<unknown>[]> {
+  const groups = new Map<string, Message<unknown>[]>();
+  for (const message of messages) {
+    const body = message.body as Partial<DeliveryMessage> | null;
+    const home = typeof body?.home === "string" ? body.home : legacyHome;
+    groups.set(home, [...(groups.get(home) ?? []), message]);
+  }
+  return groups;
+}
+
+/** `batch` with only `messages`: each home's messages are handled against that home's database. */
+function part(batch: MessageBatch<unknown>, messages: Message<unknown>[]): MessageBatch<unknown> {
+  return {
+    queue: batch.queue,
+    metadata: batch.metadata,
+    messages,
+    retryAll: (options) => {
+      for (const message of messages) message.retry(options);
+    },
+    ackAll: () => {
+      for (const message of messages) message.ack();
+    },
+  };
+}
+
 export default {
   fetch: app.fetch,
   async queue(batch, env) {
-    const db = createDb(env.DB);
-    if (isDeadLetterQueue(batch.queue)) return handleDeadLetters(batch, db);
+    const groups = byHome(batch.messages);
+    if (isDeadLetterQueue(batch.queue)) {
+      await Promise.all(
+        [...groups].map(([home, messages]) => handleDeadLetters(part(batch, messages), homeDb(env, home))),
+      );
+      return;
+    }
     let settings: { schedule: number[]; timeoutMs: number };
     try {
       settings = { schedule: setting(env, "WEBHOOK_RETRY_SCHEDULE"), timeoutMs: setting(env, "WEBHOOK_TIMEOUT_MS") };
@@ -38,17 +70,24 @@ export default {
       batch.retryAll({ delaySeconds: processingRetrySeconds * 5 });
       return;
     }
-    await handleDeliveryBatch(batch, {
-      db,
-      fetch: (input, init) => fetch(input, init),
-      liveProduct: (storeId, productId) => liveProductOrNull(db, storeId, productId),
-      ...settings,
-    });
+    await Promise.all(
+      [...groups].map(([home, messages]) => {
+        const db = homeDb(env, home);
+        return handleDeliveryBatch(part(batch, messages), {
+          db,
+          fetch: (input, init) => fetch(input, init),
+          liveProduct: (storeId, productId) => liveProductOrNull(db, storeId, productId),
+          ...settings,
+        });
+      }),
+    );
   },
   async scheduled(_controller, env, ctx) {
     const retentionDays = setting(env, "WEBHOOK_RETENTION_DAYS");
+    const queue = env.WEBHOOK_QUEUE as Queue<DeliveryMessage>;
+    // Every home database holds events of its stores: each is swept (DB for stores placed before sharding).
     ctx.waitUntil(
-      sweepEvents({ db: createDb(env.DB), queue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>, retentionDays }),
+      Promise.all(homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), home, queue, retentionDays }))),
     );
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -32,7 +32,7 @@ export const devRoutes = createRouter()
     }),
     zValidator("json", FixtureDocument, validationHook),
     async (c) => {
-      const loaded = await loadFixtures(c.var.db, c.req.valid("json"));
+      const loaded = await loadFixtures(c.var.databases, c.req.valid("json"));
       return c.json({ loaded }, 201);
     },
   )
