@@ -1,6 +1,8 @@
+import { inArray } from "drizzle-orm";
 import { createApp } from "./app";
 import { setting } from "./config";
 import type { Database } from "./db/client";
+import { webhookEvents } from "./db/schema";
 import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
@@ -26,12 +28,38 @@ async function liveProductOrNull(db: Database, storeId: string, productId: strin
   }
 }
 
-/** The messages of a batch by the home database their event lives in (a message without one: `DB`). */
-function byHome(messages: readonly Message<unknown>[]): Map<string, Message<unknown>[]> {
+/**
+ * The messages of a batch by the home database their event lives in. A message carries only the event's id
+ * (records.ts), so every home is asked at once which of the batch's events it holds: one statement per home,
+ * one trip of latency per batch. A message whose event no home holds (dropped by the retention) goes with
+ * `DB`'s, where the delivery finds nothing to send and acks it.
+ */
+async function byHome(env: Env, messages: readonly Message<unknown>[]): Promise<Map<string, Message<unknown>[]>> {
+  const ids = [
+    ...new Set(
+      messages.flatMap((message) => {
+        const id = (message.body as Partial<DeliveryMessage> | null)?.id;
+        return typeof id === "string" ? [id] : [];
+      }),
+    ),
+  ];
+  const homeOf = new Map<string, string>();
+  if (ids.length > 0) {
+    await Promise.all(
+      homeNames(env).map(async (home) => {
+        const db = homeDb(env, home);
+        const rows = await db
+          .select({ id: webhookEvents.id })
+          .from(webhookEvents)
+          .where(inArray(webhookEvents.id, ids));
+        for (const row of rows) homeOf.set(row.id, home);
+      }),
+    );
+  }
   const groups = new Map<string, Message<unknown>[]>();
   for (const message of messages) {
-    const body = message.body as Partial<DeliveryMessage> | null;
-    const home = typeof body?.home === "string" ? body.home : legacyHome;
+    const id = (message.body as Partial<DeliveryMessage> | null)?.id;
+    const home = (typeof id === "string" && homeOf.get(id)) || legacyHome;
     groups.set(home, [...(groups.get(home) ?? []), message]);
   }
   return groups;
@@ -55,7 +83,7 @@ function part(batch: MessageBatch<unknown>, messages: Message<unknown>[]): Messa
 export default {
   fetch: app.fetch,
   async queue(batch, env) {
-    const groups = byHome(batch.messages);
+    const groups = await byHome(env, batch.messages);
     if (isDeadLetterQueue(batch.queue)) {
       await Promise.all(
         [...groups].map(([home, messages]) => handleDeadLetters(part(batch, messages), homeDb(env, home))),
@@ -87,7 +115,7 @@ export default {
     const queue = env.WEBHOOK_QUEUE as Queue<DeliveryMessage>;
     // Every home database holds events of its stores: each is swept (DB for stores placed before sharding).
     ctx.waitUntil(
-      Promise.all(homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), home, queue, retentionDays }))),
+      Promise.all(homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), queue, retentionDays }))),
     );
   },
 } satisfies ExportedHandler<Env, unknown>;

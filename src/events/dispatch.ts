@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import { legacyHome } from "../db/shards";
 import type { AppEnv } from "../env";
 import { inBackground } from "../http/background";
 import { log } from "../lib/log";
@@ -12,7 +11,7 @@ import { enqueueEvent } from "./records";
 export function enqueueInBackground<E extends AppEnv>(c: Context<E>, id: string, body?: string): void {
   inBackground(
     c,
-    enqueueEvent(c.var.db, c.env.WEBHOOK_QUEUE, id, c.var.home ?? legacyHome, body).catch((error: unknown) => {
+    enqueueEvent(c.var.db, c.env.WEBHOOK_QUEUE, id, body).catch((error: unknown) => {
       log.warn("webhook event: enqueue failed; the sweep will retry it", {
         event_id: id,
         error: error instanceof Error ? error.message : String(error),

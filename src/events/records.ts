@@ -18,11 +18,8 @@ export type NewEvent = {
   createdAt: Date;
 };
 
-/**
- * The message the queue carries: the event's id and the home database (D1 binding) its store's rows live in;
- * everything else is read from there at delivery. A message without `home` (sent before sharding) means `DB`.
- */
-export type DeliveryMessage = { id: string; home?: string };
+/** The message the queue carries: only the event's id; everything else is read from D1 at delivery. */
+export type DeliveryMessage = { id: string };
 
 /** A new event id, `evt_<uuid>`: the `webhook-id` of every attempt. */
 const newEventId = () => `evt_${crypto.randomUUID()}`;
@@ -110,13 +107,7 @@ export function fillEventBody(db: Database, id: string, body: string) {
  * Hands a committed event to the queue; fills in its body first when given. A failure here only delays the
  * event: the sweep re-enqueues events that are overdue.
  */
-export async function enqueueEvent(
-  db: Database,
-  queue: Queue<DeliveryMessage>,
-  id: string,
-  home: string,
-  body?: string,
-) {
+export async function enqueueEvent(db: Database, queue: Queue<DeliveryMessage>, id: string, body?: string) {
   if (body !== undefined) await fillEventBody(db, id, body);
-  await queue.send({ id, home }, { contentType: "json" });
+  await queue.send({ id }, { contentType: "json" });
 }

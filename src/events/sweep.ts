@@ -15,9 +15,7 @@ const sweepLimit = 1000;
 const chunkSize = 90;
 
 type SweepDeps = {
-  /** One home database (the scheduled handler sweeps each) and its binding name for the messages (none: DB). */
   db: Database;
-  home?: string;
   queue: Queue<DeliveryMessage>;
   retentionDays: number;
   now?: () => Date;
@@ -48,9 +46,7 @@ export async function sweepEvents(deps: SweepDeps): Promise<{ expired: number; r
     const ids = overdue.slice(start, start + chunkSize).map((row) => row.id);
     // Due now: the next sweep leaves them alone unless this enqueue is lost too.
     await deps.db.update(webhookEvents).set({ nextAttemptAt: now }).where(inArray(webhookEvents.id, ids));
-    await deps.queue.sendBatch(
-      ids.map((id) => ({ body: deps.home ? { id, home: deps.home } : { id }, contentType: "json" as const })),
-    );
+    await deps.queue.sendBatch(ids.map((id) => ({ body: { id }, contentType: "json" as const })));
   }
   return { expired: expired.meta.changes, requeued: overdue.length };
 }

@@ -160,7 +160,8 @@ describe("live custom-field deletes", () => {
     const home = await storeD1(product.store_id);
     const fieldsChangedAt = async () =>
       (
-        await home.prepare("SELECT fields_updated_at AS at FROM products WHERE id = ?")
+        await home
+          .prepare("SELECT fields_updated_at AS at FROM products WHERE id = ?")
           .bind(product.id)
           .first<{ at: number }>()
       )?.at;
