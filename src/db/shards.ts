@@ -54,7 +54,7 @@ export function homeTag(name: string): string {
 }
 
 /** A bookmark as the client gets it: D1's bookmark of `home`, tagged with the home. */
-export function tagBookmark(bookmark: string, home: string): string {
+function tagBookmark(bookmark: string, home: string): string {
   return `${bookmark}-${homeTag(home)}`;
 }
 
@@ -64,7 +64,7 @@ export function tagBookmark(bookmark: string, home: string): string {
  * or this store has moved since) cannot be compared with this one's: the read goes to the primary, which is
  * never behind.
  */
-export function constraintFor(requestConstraint: string, home: string): string {
+function constraintFor(requestConstraint: string, home: string): string {
   if (requestConstraint === "first-primary" || requestConstraint === "first-unconstrained") return requestConstraint;
   const dash = requestConstraint.lastIndexOf("-");
   if (dash > 0 && requestConstraint.slice(dash + 1).toLowerCase() === homeTag(home)) {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
+import { callApi, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
 import { seedProduct, seedStore, seedToken, storeDb, uuid } from "../support/factories";
 import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";

@@ -6,16 +6,7 @@ import { deliverEvent } from "../../src/events/delivery";
 import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
-import {
-  callApi,
-  db,
-  deliveryDeps,
-  eventsOf,
-  fakeReceiver,
-  hookUrl,
-  readEvent,
-  recordingQueue,
-} from "../support/events";
+import { callApi, deliveryDeps, eventsOf, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
 import { customFields, seedProduct, seedStore, storeDb, uuid } from "../support/factories";
 import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
