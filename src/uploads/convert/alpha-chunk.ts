@@ -102,7 +102,7 @@ function streamBits(hist: Histogram): Plan {
 }
 
 /** An ALPH chunk payload: the header byte and the coded plane. */
-export type AlphaChunk = {
+type AlphaChunk = {
   /** Chunk payload (header byte + data), without the chunk's tag and size. */
   payload: Uint8Array;
   /** Filter used, or -1 for the raw (uncompressed) plane. */
@@ -119,7 +119,7 @@ function rawAlph(rgba: Uint8Array, n: number): AlphaChunk {
 }
 
 /** Choices for encodeAlph. */
-export type AlphaOptions = {
+type AlphaOptions = {
   /** Candidate filters; the smallest estimated size wins (default none, horizontal, gradient). */
   filters?: readonly AlphaFilter[];
   /** Never fall back to the raw plane (for tests of the coder). */

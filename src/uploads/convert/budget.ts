@@ -6,7 +6,7 @@
  * ~2.2 bytes per output pixel, and the app's own heap) the sum stays under ~110 MiB of the isolate's 128 MiB.
  */
 
-export const megabyte = 1_000_000;
+const megabyte = 1_000_000;
 
 /** Highest accepted quality: the codec's memory was measured up to quality 85 (higher needs more). */
 export const maxQuality = 85;

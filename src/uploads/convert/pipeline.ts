@@ -1,10 +1,10 @@
 import { formatMegapixels, maxSourceEdge, maxSourcePixels } from "./budget";
+import type { CodecResizer } from "./codec-decoders";
 import type { ColourTransform } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import { type Codecs, largeJpegScratchBlockBytes } from "./instances";
 import { heapBytes } from "./native";
 import { fitWithin } from "./resize";
-import type { CodecResizer } from "./webp-codec";
 
 /** The decoded, reduced image: RGBA `width × height` at `pointer` in the codec's memory. */
 export type Target = { pointer: number; width: number; height: number };

@@ -1,5 +1,6 @@
 import { bmpAlphaIsUsed, decodeBmp, readBmpHeader, truncatedBmp } from "./bmp";
 import { codecShareBytes } from "./budget";
+import type { CodecResizer } from "./codec-decoders";
 import { colourTransform, maxProfileBytes } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
@@ -8,7 +9,7 @@ import { type ImageInput, openReader } from "./input";
 import { type Context, createResizer, refuseSourcePixels, streamRows, tooLarge } from "./pipeline";
 import { decodePng, pngDecoderOverheadBytes, pngDecoderPlan, readPngHeader, truncatedPng } from "./png";
 import { fitWithin } from "./resize";
-import { type CodecResizer, colourKind } from "./webp-codec";
+import { colourKind } from "./webp-codec";
 
 /**
  * What walking a GIF's blocks found: its scan, or why it cannot be read. The sniff's frame count gets it, and
