@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { signFileUrl } from "../../src/media/signing";
-import { mediaKey, privateFileKey, stagedKey } from "../../src/uploads/keys";
+import { mediaKey, privateFileKey, stagedKey } from "../../src/storage/keys";
 import { seedStore } from "../support/factories";
 import { json, origin } from "../support/http";
 import { gif, isoMedia, pdf, png } from "../support/media-bytes";

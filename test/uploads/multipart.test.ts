@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { mediaKey, stagedKey } from "../../src/uploads/keys";
+import { mediaKey, stagedKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore, uuid } from "../support/factories";
 import { json, origin } from "../support/http";

@@ -2,7 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
-import { mediaKey, stagedKey } from "../../src/uploads/keys";
+import { mediaKey, stagedKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore, seedToken, uuid } from "../support/factories";
 import { api, json, origin } from "../support/http";
