@@ -14,7 +14,7 @@ const notFound = () => new ApiError(404, messages.notFound);
 
 /**
  * Serves the object hosted at `key` (its bytes, or for an in-place object the staged bytes it names: see
- * src/uploads/in-place.ts) with ETag, conditional GET, HEAD and single byte ranges: one R2 head, and for a
+ * src/storage/in-place.ts) with ETag, conditional GET, HEAD and single byte ranges: one R2 head, and for a
  * GET with a body one R2 read of the bytes.
  */
 async function serveObject(
