@@ -1,6 +1,6 @@
 /**
  * Import rules of the Worker (`npm run lint`): no cycle between files, and none between the folders of src/,
- * so each folder can be read, and changed, from the ones below it.
+ * so each folder can be read, and changed, from the ones below it; media/ reaches uploads through one face.
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {
@@ -19,6 +19,14 @@ module.exports = {
       scope: "folder",
       from: {},
       to: { circular: true },
+    },
+    {
+      name: "media-through-uploads-face",
+      comment:
+        "media/ uses uploads only through src/uploads/for-media.ts (what is shared by both, the R2 keys and hosting in place, is in src/storage/).",
+      severity: "error",
+      from: { path: "^src/media/" },
+      to: { path: "^src/uploads/", pathNot: "^src/uploads/for-media\\.ts$" },
     },
   ],
   options: {

@@ -3,9 +3,9 @@ import { inBackground } from "../http/background";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
 import { storedUuid as uuid } from "../lib/ids";
-import { resolveHosted } from "../uploads/in-place";
-import { mediaKey, privateFileKey } from "../uploads/keys";
-import { uploadMessages } from "../uploads/messages";
+import { resolveHosted } from "../storage/in-place";
+import { mediaKey, privateFileKey } from "../storage/keys";
+import { mediaMessages } from "./messages";
 import { parseRange } from "./range";
 import { verifyFileSignature } from "./signing";
 import { serveWidth } from "./widths";
@@ -14,7 +14,7 @@ const notFound = () => new ApiError(404, messages.notFound);
 
 /**
  * Serves the object hosted at `key` (its bytes, or for an in-place object the staged bytes it names: see
- * src/uploads/in-place.ts) with ETag, conditional GET, HEAD and single byte ranges: one R2 head, and for a
+ * src/storage/in-place.ts) with ETag, conditional GET, HEAD and single byte ranges: one R2 head, and for a
  * GET with a body one R2 read of the bytes.
  */
 async function serveObject(
@@ -34,7 +34,7 @@ async function serveObject(
   const range = parseRange(request.headers.get("Range") ?? undefined, hosted.size);
   if (range === "unsatisfiable") {
     headers.set("Content-Range", `bytes */${hosted.size}`);
-    return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
+    return Response.json({ message: mediaMessages.rangeNotSatisfiable }, { status: 416, headers });
   }
   const status = range ? 206 : 200;
   const length = range ? range.length : hosted.size;
@@ -82,7 +82,7 @@ export const mediaRoutes = createRouter()
       c.req.query("expires"),
       c.req.query("signature"),
     );
-    if (!signed) throw new ApiError(403, uploadMessages.linkInvalid);
+    if (!signed) throw new ApiError(403, mediaMessages.linkInvalid);
     return serveObject(c.req.raw, c.env.BUCKET, privateFileKey(storeId, uploadId), (object) => {
       const filename = object.customMetadata?.filename ?? "file";
       const inline = object.customMetadata?.kind === "image" || object.customMetadata?.kind === "video";

@@ -2,11 +2,9 @@ import { setting } from "../config";
 import { ApiError } from "../http/errors";
 import { toHex } from "../lib/encoding";
 import { log } from "../lib/log";
-import { type ImageInput, resizeHostedWebp } from "../uploads/convert";
-import { readWebpHeader } from "../uploads/convert/webp-header";
-import { storeCoordinator } from "../uploads/coordinator/client";
-import { mediaKey, mediaWidthKey } from "../uploads/keys";
-import { uploadMessages } from "../uploads/messages";
+import { mediaKey, mediaWidthKey } from "../storage/keys";
+import { type ImageInput, readWebpHeader, resizeHostedWebp, widthClaims } from "../uploads/for-media";
+import { mediaMessages } from "./messages";
 import { parseRange } from "./range";
 import { type RememberedVariant, VariantMemory } from "./variant-memory";
 
@@ -214,7 +212,7 @@ function logFailure(ask: WidthRequest, width: number, error: unknown): void {
 async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
   const { env, storeId, uploadId } = ask;
   const { width, key, cacheKey } = variant;
-  const coordinator = storeCoordinator(env, storeId);
+  const claims = widthClaims(env, storeId);
   const claimKey = `${uploadId}/${width}`;
   const deadline = Date.now() + waitLimitMs;
   let waitedOn: number | null = null;
@@ -225,7 +223,7 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
     return stored && serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
   };
   for (;;) {
-    const claim = await coordinator.claimWidth(claimKey, waitedOn, notStored);
+    const claim = await claims.claim(claimKey, waitedOn, notStored);
     if (claim.verdict === "failed") return unavailable();
     if (claim.verdict === "stored") {
       const stored = await storedNow();
@@ -258,7 +256,7 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
 /** Reports the end of an attempt to the coordinator; unreported (it failed), the claim lapses after its lease. */
 async function finish(ask: WidthRequest, claimKey: string, attempt: number, made: boolean): Promise<void> {
   try {
-    await storeCoordinator(ask.env, ask.storeId).finishWidth(claimKey, attempt, made);
+    await widthClaims(ask.env, ask.storeId).finish(claimKey, attempt, made);
   } catch (error) {
     logFailure(ask, Number(claimKey.split("/")[1]), error);
   }
@@ -327,7 +325,7 @@ async function answer(request: Request, stored: Headers, body: Response): Promis
     headers.delete("Content-Length");
     headers.set("Content-Type", "application/json");
     headers.set("Content-Range", `bytes */${size}`);
-    return Response.json({ message: uploadMessages.rangeNotSatisfiable }, { status: 416, headers });
+    return Response.json({ message: mediaMessages.rangeNotSatisfiable }, { status: 416, headers });
   }
   if (range) {
     headers.set("Content-Range", `bytes ${range.offset}-${range.offset + range.length - 1}/${size}`);

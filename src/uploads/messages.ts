@@ -41,7 +41,7 @@ export function refusalMessage(
   }
 }
 
-/** Every client-facing message of uploads and of serving what they hosted, from prepare to the media GET. */
+/** Every client-facing message of uploads, from prepare to complete (serving what they hosted: media/messages.ts). */
 export const uploadMessages = {
   tokenRequired: "The upload token is required (X-Upload-Token header).",
   /** At prepare (declared type) and at complete (sniffed bytes, under any declared type). */
@@ -61,6 +61,4 @@ export const uploadMessages = {
   invalidPartNumber: "Invalid part number.",
   sizeOverLimit: (size: number, limit: number) =>
     `The upload's size of ${size} bytes is outside the store's upload limit of ${limit} bytes.`,
-  linkInvalid: "The link is invalid or has expired.",
-  rangeNotSatisfiable: "Range not satisfiable.",
 } as const;

@@ -4,7 +4,7 @@ import { createApp } from "../../src/app";
 import { readConfig } from "../../src/config";
 import { signFileUrl } from "../../src/media/signing";
 import { rememberedWidths, widthGenerations } from "../../src/media/widths";
-import { mediaKey, mediaWidthKey, privateFileKey } from "../../src/uploads/keys";
+import { mediaKey, mediaWidthKey, privateFileKey } from "../../src/storage/keys";
 import { srcset } from "../../src/uploads/srcset";
 import { WidthClaims, widthClaimMs } from "../../src/uploads/width-claims";
 import { uuid } from "../support/factories";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { privateFileKey } from "../../src/uploads/keys";
+import { privateFileKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore } from "../support/factories";
 import { api, json } from "../support/http";

@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { stagedKey } from "../../src/storage/keys";
 import { abortRetryMs, expiryBatchSize } from "../../src/uploads/coordinator/expiry";
 import type { NewUpload } from "../../src/uploads/coordinator/upload-rows";
-import { stagedKey } from "../../src/uploads/keys";
 import { uuid } from "../support/factories";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));

@@ -1,8 +1,8 @@
 import { ApiError } from "../../http/errors";
 import { log } from "../../lib/log";
+import { stagedKey } from "../../storage/keys";
 import { type CoordinatorStub, unwrap } from "../coordinator/client";
 import type { CompleteTicket } from "../coordinator/store-coordinator";
-import { stagedKey } from "../keys";
 import { uploadMessages } from "../messages";
 import type { CompleteOutcome, HostedFile } from "../upload-state";
 

@@ -1,6 +1,6 @@
+import { inPlaceMetadata } from "../../storage/in-place";
+import { mediaKey, privateFileKey, stagedKey } from "../../storage/keys";
 import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "../convert";
-import { inPlaceMetadata } from "../in-place";
-import { mediaKey, privateFileKey, stagedKey } from "../keys";
 import { uploadMessages } from "../messages";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "../sniff";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "../upload-state";

@@ -2,7 +2,7 @@
  * Our own encoder for the WebP ALPH chunk (compression 1 = VP8L lossless image-stream of the alpha plane in
  * the green channel). libwebp's encoder codes alpha with its full lossless coder, which needs 20–35 bytes per
  * pixel of working memory; this one needs a few KB of histograms plus its output, so the VP8 part can be
- * encoded as opaque (webp-codec.ts) and the alpha added beside it.
+ * encoded as opaque (webp-encode.ts) and the alpha added beside it.
  *
  * The alpha plane is read in place from an RGBA buffer (stride 4): no copy of the plane is made. Two passes:
  * pass 1 tokenises (per candidate filter) into histograms only; pass 2 tokenises again identically and
@@ -102,7 +102,7 @@ function streamBits(hist: Histogram): Plan {
 }
 
 /** An ALPH chunk payload: the header byte and the coded plane. */
-export type AlphaChunk = {
+type AlphaChunk = {
   /** Chunk payload (header byte + data), without the chunk's tag and size. */
   payload: Uint8Array;
   /** Filter used, or -1 for the raw (uncompressed) plane. */
@@ -119,7 +119,7 @@ function rawAlph(rgba: Uint8Array, n: number): AlphaChunk {
 }
 
 /** Choices for encodeAlph. */
-export type AlphaOptions = {
+type AlphaOptions = {
   /** Candidate filters; the smallest estimated size wins (default none, horizontal, gradient). */
   filters?: readonly AlphaFilter[];
   /** Never fall back to the raw plane (for tests of the coder). */

@@ -2,7 +2,7 @@ import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 
 /** A BMP's header as the row reader needs it. */
-export type BmpHeader = {
+type BmpHeader = {
   width: number;
   height: number;
   /** Rows are stored top row first (else bottom row first, the usual BMP order). */

@@ -6,7 +6,7 @@
  * ~2.2 bytes per output pixel, and the app's own heap) the sum stays under ~110 MiB of the isolate's 128 MiB.
  */
 
-export const megabyte = 1_000_000;
+const megabyte = 1_000_000;
 
 /** Highest accepted quality: the codec's memory was measured up to quality 85 (higher needs more). */
 export const maxQuality = 85;
@@ -26,7 +26,7 @@ export const libjpegOverheadBytes = 2 * megabyte;
  * Bounded so that this scratch, a JPEG conversion's codec (≤ 44.4 MB measured, at 2560 × 2560 with a 3.2 MB
  * profile) and its JS side (the app's heap, the encoded photo, the widths an isolate keeps) stay within
  * ~110 MiB: 46 + 44.4 + ~23 MB. A grown scratch is kept for later JPEGs and let go by the next conversion of
- * another kind (index.ts), whose codec may fill its whole share.
+ * another kind (instances.ts), whose codec may fill its whole share.
  */
 export const largeJpegScratchBytes = 46 * megabyte;
 
@@ -42,7 +42,7 @@ export const codecShareBytes = 48 * megabyte;
  * margin. Lossless: target, libwebp's ARGB plane (4 bytes per source pixel), its tables and a window of the
  * streamed file (never the file: 12 MP takes 48 MB of plane + 19.7 MB of 2560 × 1920 target + 2 MiB of window
  * + tables, whatever the file's size); lossy with alpha: file, target and 6 bytes per source pixel. Such a
- * conversion lets go of the scratch instance, and the next JPEG of the grown codec (index.ts), so the isolate
+ * conversion lets go of the scratch instance, and the next JPEG of the grown codec (instances.ts), so the isolate
  * never holds this beside the scratch.
  */
 export const largeWebpCodecBytes = 81 * megabyte;

@@ -38,7 +38,7 @@ export type ColourTransform = { handle: number; kind: ColourKind };
  * memory. Null (profile ignored) when there are none, when the numbering is inconsistent (a segment missing
  * or repeated, counts that disagree), when the joined size is above `maxProfileBytes`, or without memory.
  */
-export function joinJpegProfile(codec: WebpCodec, segments: IccSegment[]): { pointer: number; size: number } | null {
+function joinJpegProfile(codec: WebpCodec, segments: IccSegment[]): { pointer: number; size: number } | null {
   const first = segments[0];
   if (!first) return null;
   const count = first.count;

@@ -2,7 +2,7 @@
 export type Orientation = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
 
 /** Reads the orientation tag (0x0112) of IFD0 from a TIFF block (the body of an `Exif\0\0` segment or chunk). */
-export function tiffOrientation(tiff: Uint8Array): Orientation {
+function tiffOrientation(tiff: Uint8Array): Orientation {
   if (tiff.length < 8) return 1;
   const little = tiff[0] === 0x49 && tiff[1] === 0x49;
   const big = tiff[0] === 0x4d && tiff[1] === 0x4d;

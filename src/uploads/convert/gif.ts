@@ -1,6 +1,7 @@
 import type { ByteReader } from "./byte-reader";
+import { type CodecResizer, gifStatus } from "./codec-decoders";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
-import { type CodecResizer, createWebpCodec, gifStatus, type WebpCodec } from "./webp-codec";
+import { createWebpCodec, type WebpCodec } from "./webp-codec";
 import codecWasm from "./webp-codec.wasm";
 
 /**
@@ -19,7 +20,7 @@ import codecWasm from "./webp-codec.wasm";
  */
 
 /** One image descriptor, with what applies to it and how much of it lies on the screen. */
-export type GifFrame = {
+type GifFrame = {
   left: number;
   top: number;
   width: number;

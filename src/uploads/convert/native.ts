@@ -93,7 +93,7 @@ export function createJpegTurbo(module: WebAssembly.Module): JpegTurbo {
  * table and a Huffman table of each class in every one of the 4 slots a file may define, all in its permanent
  * pool) now, at the bottom of the heap. Made during a real decode, they would sit between that decode's large
  * buffers and split the heap, so a later larger image would grow the memory past its share; and they would sit
- * above the scratch block, which must stay the last block so that it can grow in place (index.ts).
+ * above the scratch block, which must stay the last block so that it can grow in place (instances.ts).
  */
 function primeAllocations(exports: TurboExports & Allocator, handle: number): void {
   const quantisation = [0xff, 0xdb, 0x01, 0x06]; // DQT, 2 + 4 × 65 bytes

@@ -1,8 +1,8 @@
 import type { ByteReader } from "./byte-reader";
+import { type CodecPngDecoder, type PngDecoderPlan, pngStatus } from "./codec-decoders";
 import { maxProfileBytes } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import { exifOrientation, type Orientation } from "./exif";
-import { type CodecPngDecoder, type PngDecoderPlan, pngStatus } from "./webp-codec";
 
 /**
  * A PNG reader that keeps memory proportional to one row: chunks are read from the stream as they come, and
@@ -13,7 +13,7 @@ import { type CodecPngDecoder, type PngDecoderPlan, pngStatus } from "./webp-cod
  */
 
 /** The IHDR fields and the ancillary chunks the conversion needs, read before the first image data. */
-export type PngHeader = {
+type PngHeader = {
   width: number;
   height: number;
   bitDepth: number;

@@ -2,7 +2,7 @@ import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 
 /** What a WebP's RIFF chunks say, read without decoding. */
-export type WebpHeader = {
+type WebpHeader = {
   width: number;
   height: number;
   mayHaveAlpha: boolean;
@@ -57,7 +57,7 @@ export function readWebpHeader(bytes: Uint8Array): WebpHeader {
 }
 
 /** What the chunks before a WebP's image data say, read from its stream (`readWebpStart`). */
-export type WebpStart = {
+type WebpStart = {
   /** The canvas (VP8X) or, without VP8X, the bitstream's size; 0 × 0 when the image chunk was not reached. */
   width: number;
   height: number;

@@ -1,5 +1,5 @@
 import { log } from "../../lib/log";
-import { stagedKey } from "../keys";
+import { stagedKey } from "../../storage/keys";
 
 /**
  * How many lapsed uploads one alarm run removes: one R2 delete call takes at most 1000 keys, and a

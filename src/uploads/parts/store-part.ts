@@ -1,7 +1,7 @@
+import { stagedKey } from "../../storage/keys";
 import { type Streamed, streamToR2 } from "../byte-put";
 import type { CoordinatorStub } from "../coordinator/client";
 import type { Outcome } from "../coordinator/store-coordinator";
-import { stagedKey } from "../keys";
 import type { PartTicket } from "../parts-state";
 
 /** A stored part: R2's ETag, and the coordinator's outcome (the reservation's new end). */

@@ -1,8 +1,8 @@
 import { ApiError, validationError } from "../../http/errors";
 import { log } from "../../lib/log";
+import { stagedKey } from "../../storage/keys";
 import type { CoordinatorStub } from "../coordinator/client";
 import type { NewUpload } from "../coordinator/upload-rows";
-import { stagedKey } from "../keys";
 import { uploadMessages } from "../messages";
 import { maxParts, planParts } from "../parts-state";
 import { isHeifMediaType, isSvgMediaType } from "../sniff";

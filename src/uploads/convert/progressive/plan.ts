@@ -66,7 +66,7 @@ export function geometry(plan: ProgressivePlan) {
 export type Geometry = ReturnType<typeof geometry>;
 export type GeometryComponent = Geometry["components"][number];
 
-export function historyWords(n: number): number {
+function historyWords(n: number): number {
   return Math.ceil((64 - n * n) / 16);
 }
 

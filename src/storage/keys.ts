@@ -1,4 +1,7 @@
-/** The one place the R2 key layout lives. */
+/**
+ * The one place the R2 key layout lives: uploads writes under these keys (staging, hosting) and media/ serves
+ * from them, so neither owns the scheme and both import it from here.
+ */
 
 /** Bytes as the PUT stored them, before complete decides what to host. */
 export function stagedKey(storeId: string, uploadId: string): string {

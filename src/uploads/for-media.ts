@@ -1,0 +1,24 @@
+import { storeCoordinator } from "./coordinator/client";
+
+/**
+ * What media/ uses of uploads, and all it may use (.dependency-cruiser.cjs, `media-through-uploads-face`):
+ * the conversion's re-encoding of a hosted WebP for `?width=`, a hosted WebP's header (its size), and the
+ * store coordinator's claims on making a width. What both sides share, the R2 key scheme and hosting in
+ * place, is in src/storage/.
+ */
+
+export { type ImageInput, resizeHostedWebp } from "./convert";
+export { readWebpHeader } from "./convert/webp-header";
+
+/**
+ * The store's coordinator as `?width=` uses it: one request at a time makes a width (`claimWidth`), and
+ * reports the end of its attempt (`finishWidth`); docs/responsive-images.md.
+ */
+export function widthClaims(env: Env, storeId: string) {
+  const coordinator = storeCoordinator(env, storeId);
+  return {
+    claim: (key: string, waitedOn: number | null, notStored: boolean) =>
+      coordinator.claimWidth(key, waitedOn, notStored),
+    finish: (key: string, attempt: number, made: boolean) => coordinator.finishWidth(key, attempt, made),
+  };
+}
