@@ -3,7 +3,7 @@
 // shards (`npm run dev`, the end-to-end tests, `npm run deploy -- --shards N`) write wrangler.shards.toml: the
 // same configuration with the shard bindings added. It sits beside wrangler.toml because wrangler resolves
 // every path of a configuration from the file's own directory.
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { projectRoot } from "./wrangler.mjs";
 
@@ -44,6 +44,9 @@ export function shardedConfigText(configText, databaseName, count) {
 /** Writes wrangler.toml with `count` shards to `path` (wrangler.shards.toml unless given); answers the path. */
 export async function writeShardedConfig(count, databaseName = "storefront-checkout", path = shardedConfigPath) {
   const text = await readFile(join(projectRoot, "wrangler.toml"), "utf8");
-  await writeFile(path, shardedConfigText(text, databaseName, count));
+  // Written whole, then renamed: a wrangler started meanwhile by another script reads the old file or the new.
+  const partial = `${path}.${process.pid}.tmp`;
+  await writeFile(partial, shardedConfigText(text, databaseName, count));
+  await rename(partial, path);
   return path;
 }

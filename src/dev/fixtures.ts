@@ -148,16 +148,22 @@ function namedStores(document: FixtureDocument): string[] {
 async function placeStores(homes: Homes, document: FixtureDocument, now: Date) {
   const global = homes.global();
   const named = namedStores(document);
-  const [storedRows, entryRows, countRows] = await global.batch([
-    global.select({ id: stores.id }).from(stores).where(inArray(stores.id, named)),
-    global
-      .select({ storeId: storeDirectory.storeId, shard: storeDirectory.shard })
-      .from(storeDirectory)
-      .where(inArray(storeDirectory.storeId, named)),
+  // D1 binds at most 100 parameters per statement: the ids are asked in parts, all in one batch.
+  const parts: string[][] = [];
+  for (let i = 0; i < named.length; i += 90) parts.push(named.slice(i, i + 90));
+  const [countRows, ...answers] = await global.batch([
     global.select({ shard: storeDirectory.shard, stores: count() }).from(storeDirectory).groupBy(storeDirectory.shard),
+    ...parts.map((ids) =>
+      global
+        .select({ id: stores.id, shard: storeDirectory.shard })
+        .from(stores)
+        .leftJoin(storeDirectory, eq(storeDirectory.storeId, stores.id))
+        .where(inArray(stores.id, ids)),
+    ),
   ]);
-  const stored = new Set(storedRows.map((row) => row.id));
-  const home = new Map(entryRows.map((row) => [row.storeId, row.shard]));
+  const rows = answers.flat();
+  const stored = new Set(rows.map((row) => row.id));
+  const home = new Map(rows.flatMap((row) => (row.shard ? [[row.id, row.shard] as const] : [])));
   const load = new Map(homes.shards.map((shard) => [shard, 0]));
   for (const row of countRows) if (load.has(row.shard)) load.set(row.shard, row.stores);
   const placed: (typeof storeDirectory.$inferInsert)[] = [];

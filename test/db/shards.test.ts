@@ -238,6 +238,19 @@ describe("stores on two shards", () => {
     }
   });
 
+  it("a document of more stores than D1 binds parameters places them all, about half on each shard", async () => {
+    const ids = Array.from({ length: 120 }, () => uuid());
+    await seed({ stores: ids.map((id) => ({ id, name: "Many", plan_active: true })) });
+    await seed({ tokens: [{ token: `test-token-${uuid()}`, store_ids: ids, abilities: ["*"] }] });
+    const homes = await Promise.all(ids.map((id) => storeHome(id)));
+    const perShard = (shard: string) => homes.filter((home) => home === shard).length;
+    // The fewest-stores rule evens out the shards' totals: the new stores split about evenly, whatever the
+    // earlier tests of this file placed.
+    expect(perShard("SHARD_0")).toBeGreaterThanOrEqual(55);
+    expect(perShard("SHARD_1")).toBeGreaterThanOrEqual(55);
+    expect(perShard("SHARD_0") + perShard("SHARD_1")).toBe(120);
+  });
+
   it("the queue consumer delivers an event from its store's shard, and the sweep visits every shard", async () => {
     const { a, b } = await storesOnBothShards();
     const events = [];
