@@ -8,6 +8,7 @@ import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "
 import type { DeliveryMessage } from "./events/records";
 import { sweepEvents } from "./events/sweep";
 import { ApiError } from "./http/errors";
+import { log } from "./lib/log";
 import { readLiveProduct } from "./products/queries";
 
 export { RateLimiter } from "./limits/rate-limiter";
@@ -83,19 +84,32 @@ function part(batch: MessageBatch<unknown>, messages: Message<unknown>[]): Messa
 export default {
   fetch: app.fetch,
   async queue(batch, env) {
-    const groups = await byHome(env, batch.messages);
-    if (isDeadLetterQueue(batch.queue)) {
+    const deadLetters = isDeadLetterQueue(batch.queue);
+    let settings: { schedule: number[]; timeoutMs: number } = { schedule: [], timeoutMs: 0 };
+    if (!deadLetters) {
+      try {
+        settings = { schedule: setting(env, "WEBHOOK_RETRY_SCHEDULE"), timeoutMs: setting(env, "WEBHOOK_TIMEOUT_MS") };
+      } catch {
+        // A malformed setting is logged once by setting(); the events wait, pending, until it is fixed.
+        batch.retryAll({ delaySeconds: processingRetrySeconds * 5 });
+        return;
+      }
+    }
+    let groups: Map<string, Message<unknown>[]>;
+    try {
+      groups = await byHome(env, batch.messages);
+    } catch (error) {
+      // Like a delivery that could not be processed: every message comes back after a minute.
+      log.warn("webhook queue: the events' databases could not be asked", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      batch.retryAll({ delaySeconds: processingRetrySeconds });
+      return;
+    }
+    if (deadLetters) {
       await Promise.all(
         [...groups].map(([home, messages]) => handleDeadLetters(part(batch, messages), homeDb(env, home))),
       );
-      return;
-    }
-    let settings: { schedule: number[]; timeoutMs: number };
-    try {
-      settings = { schedule: setting(env, "WEBHOOK_RETRY_SCHEDULE"), timeoutMs: setting(env, "WEBHOOK_TIMEOUT_MS") };
-    } catch {
-      // A malformed setting is logged once by setting(); the events wait, pending, until it is fixed.
-      batch.retryAll({ delaySeconds: processingRetrySeconds * 5 });
       return;
     }
     await Promise.all(

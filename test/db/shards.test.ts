@@ -16,6 +16,7 @@ import worker from "../../src/index";
 import { recordingQueue } from "../support/events";
 import { customFields, seed, seedProduct, seedStore, seedToken, storeDb, storeHome, uuid } from "../support/factories";
 import { expectJson, expectStatus, origin } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { seedSubscriptions } from "../support/subscriptions";
 
 /**
@@ -285,5 +286,25 @@ describe("stores on two shards", () => {
         await count(store.home, "SELECT count(*) AS n FROM webhook_events WHERE id = ? AND status = 'failed'", id),
       ).toBe(1);
     }
+  });
+});
+
+describe("the queue consumer with a shard down", () => {
+  const logs = captureServiceLogs();
+
+  it("a shard that cannot be asked where a batch's events are sends the whole batch back after a minute", async () => {
+    const unavailable = () => {
+      throw new Error("D1 unavailable");
+    };
+    const broken = { ...env, SHARD_1: { prepare: unavailable, batch: unavailable } } as unknown as Env;
+    const batch = createMessageBatch("storefront-checkout-webhooks", [
+      { id: "m0", timestamp: new Date(), attempts: 1, body: { id: `evt_${uuid()}` } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(batch as MessageBatch<unknown>, broken);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.retryBatch.retry).toBe(true);
+    expect(result.explicitAcks).toEqual([]);
+    logs.expectLogged("warn", { message: "webhook queue: the events' databases could not be asked" });
   });
 });
