@@ -18,8 +18,9 @@ export default defineConfig({
           cloudflareTest(async () => ({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
-              // A database the migrations never ran on: what plain `wrangler dev` on a fresh clone has.
-              d1Databases: ["UNMIGRATED_DB"],
+              // The two local shards beside DB (wrangler.toml binds DB only; `npm run dev` binds the same two),
+              // and a database the migrations never ran on: what plain `wrangler dev` on a fresh clone has.
+              d1Databases: ["SHARD_0", "SHARD_1", "UNMIGRATED_DB"],
               bindings: {
                 DEV_FIXTURES: "on",
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),

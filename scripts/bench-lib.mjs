@@ -279,6 +279,8 @@ export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
       ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ],
     stdio: ["ignore", "ignore", "inherit"],
+    // The snapshot's own wrangler.toml: DB only, every store in DB (the benches measure one database).
+    shards: 0,
   });
   const unregisterServer = onAbort(server.stop);
   if (fixture) await loadFixture(server.url, fixture);

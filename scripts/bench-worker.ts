@@ -12,6 +12,8 @@
 //   body and drop it; stream it into R2 through a FixedLengthStream; the same through a JS TransformStream
 //   first, as the PUT's byte counter did until this measurement had it removed), so the report can say
 //   where an upload's time and memory go.
+
+import { homeBinding, homeNames } from "../src/db/shards";
 import worker from "../src/index";
 import { countingD1, countingNamespace, delayedBy, type Trips } from "./counting-bindings";
 
@@ -58,7 +60,8 @@ export default {
       request,
       {
         ...env,
-        DB: countingD1(env.DB, trips, far),
+        // The global database and every shard: a request's trips to any of them, counted and delayed alike.
+        ...Object.fromEntries(homeNames(env).map((name) => [name, countingD1(homeBinding(env, name), trips, far)])),
         RATE_LIMITER: countingNamespace(env.RATE_LIMITER, calls, far),
         STORE_COORDINATOR: countingNamespace(env.STORE_COORDINATOR, calls, far),
       },

@@ -45,11 +45,12 @@ export declare function planSecrets(
   generate?: () => string,
 ): { set: Record<string, string>; kept: string[]; generated: string[] };
 export declare function deploy(
-  options: { varsFile?: string },
+  options: { varsFile?: string; shards?: number },
   dependencies?: Dependencies,
 ): Promise<{
   url: string | undefined;
   database: { name: string; id: string; created: boolean };
+  shards: { binding: string; name: string; id: string; created: boolean }[];
   bucket: { name: string; created: boolean };
   queues: { name: string; created: boolean }[];
   secrets: { set: string[]; kept: string[]; generated: string[] };
@@ -65,5 +66,6 @@ export declare function parseDeployArgs(argv: string[]): {
   dryRun: boolean;
   varsFile: string | undefined;
   outdir: string | undefined;
+  shards?: number;
 };
 export declare function main(argv: string[], dependencies?: Dependencies): Promise<void>;

@@ -7,6 +7,7 @@ import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { existingShardCount, shardBinding, shardDatabaseName, writeShardedConfig } from "./lib/shards.mjs";
 import {
   failureCode,
   failureMessage,
@@ -20,9 +21,14 @@ import {
   ScriptError,
 } from "./lib/wrangler.mjs";
 
-export const usage = `Usage: npm run deploy [-- --vars-file FILE] [-- --dry-run [--outdir DIR]]
+/** Where a deploy with shards writes its configuration (beside wrangler.toml; removed after the deploy). */
+const deployConfigPath = join(projectRoot, "wrangler.deploy.toml");
+
+export const usage = `Usage: npm run deploy [-- --vars-file FILE] [-- --shards N] [-- --dry-run [--outdir DIR]]
 
   --vars-file FILE   this deployment's variables (default: deploy.vars, if it exists; see deploy.vars.example)
+  --shards N         bind N shard databases (SHARD_0 … SHARD_<N-1>), creating and migrating the missing ones;
+                     shards the account already has are always kept (default: those, none on a new account)
   --dry-run          build the upload without an account, report its size and fail above the budget
   --outdir DIR       with --dry-run: keep the built upload in DIR
 
@@ -171,22 +177,47 @@ async function checkAccount(run, env) {
   return chosen ? `${chosen.name} (${chosen.id})` : "the account of CLOUDFLARE_API_TOKEN";
 }
 
-/** Finds the D1 database by name, creating it when the account has none of that name. */
-async function ensureDatabase(run, name, print) {
-  const list = async () =>
-    parseJsonOutput((await mustRun(run, "Listing D1 databases", ["d1", "list", "--json"])).stdout).find(
-      (database) => database.name === name,
-    );
-  const found = await list();
+/**
+ * Finds the D1 database by name, creating it when the account has none of that name. `listed` is the account's
+ * listing when the caller has it already. Answers the database and the account's database names.
+ */
+async function ensureDatabase(run, name, print, listed) {
+  const listing = async () =>
+    parseJsonOutput((await mustRun(run, "Listing D1 databases", ["d1", "list", "--json"])).stdout);
+  const all = listed ?? (await listing());
+  const found = all.find((database) => database.name === name);
   if (found) {
     print(`D1 database ${name}: found (${found.uuid})`);
-    return { name, id: found.uuid, created: false };
+    return { name, id: found.uuid, created: false, listed: all };
   }
   await mustRun(run, `Creating D1 database ${name}`, ["d1", "create", name]);
-  const created = await list();
+  const after = await listing();
+  const created = after.find((database) => database.name === name);
   if (!created) throw new ScriptError(`D1 database ${name} was created but is not listed; run npm run deploy again.`);
   print(`D1 database ${name}: created (${created.uuid})`);
-  return { name, id: created.uuid, created: true };
+  return { name, id: created.uuid, created: true, listed: after };
+}
+
+/**
+ * The shard databases (docs/scaling.md): `wanted` of them, or as many as the account already has if more (a
+ * shard holds stores: it is never dropped), each found or created. Answers them in order, SHARD_0 first.
+ */
+async function ensureShards(run, databaseName, wanted, listed, print) {
+  const count = Math.max(
+    wanted ?? 0,
+    existingShardCount(
+      databaseName,
+      listed.map((database) => database.name),
+    ),
+  );
+  const shards = [];
+  let listing = listed;
+  for (let n = 0; n < count; n++) {
+    const shard = await ensureDatabase(run, shardDatabaseName(databaseName, n), print, listing);
+    listing = shard.listed;
+    shards.push({ binding: shardBinding(n), name: shard.name, id: shard.id, created: shard.created });
+  }
+  return shards;
 }
 
 /** API error 10042: the account has never turned R2 on, which only its owner can do, in the dashboard. */
@@ -274,30 +305,45 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
 
   const account = await checkAccount(run, env);
   print(`Deploying ${config.name} to ${account}`);
-  const database = await ensureDatabase(run, databaseName, print);
+  const { listed, ...database } = await ensureDatabase(run, databaseName, print);
+  const shards = await ensureShards(run, databaseName, options.shards, listed, print);
   const bucket = await ensureBucket(run, bucketName, print);
   const queues = await ensureQueues(run, queueNames(config), print);
   const secrets = planSecrets(config.secrets?.required ?? [], await listSecrets(run), env);
 
-  print("Applying D1 migrations to the remote database...");
-  await mustRun(run, "Applying the D1 migrations", ["d1", "migrations", "apply", "DB", "--remote"], { mode: "show" });
-
+  // With shards, wrangler reads wrangler.toml plus their bindings from a generated copy beside it (shards.mjs).
+  const shardedConfig =
+    shards.length > 0 ? await writeShardedConfig(shards.length, databaseName, deployConfigPath) : null;
+  const configArgs = shardedConfig ? ["--config", shardedConfig] : [];
   const names = Object.keys(secrets.set);
-  const file = names.length > 0 ? await secretsFile(secrets.set) : undefined;
+  let file;
   let deployed;
   try {
-    const args = ["deploy", ...varArgs(vars), ...(file ? ["--secrets-file", file.path] : [])];
+    print(`Applying D1 migrations to the remote database${shards.length > 0 ? " and every shard" : ""}...`);
+    for (const binding of ["DB", ...shards.map((shard) => shard.binding)]) {
+      await mustRun(
+        run,
+        `Applying the D1 migrations${binding === "DB" ? "" : ` to ${binding}`}`,
+        ["d1", "migrations", "apply", binding, "--remote", ...configArgs],
+        { mode: "show" },
+      );
+    }
+    file = names.length > 0 ? await secretsFile(secrets.set) : undefined;
+    const args = ["deploy", ...varArgs(vars), ...(file ? ["--secrets-file", file.path] : []), ...configArgs];
     // wrangler owns the terminal here: a new account is asked to register its workers.dev subdomain.
     deployed = await mustRun(run, "Deploying the Worker", args, { mode: "terminal" });
   } finally {
     await file?.done();
+    if (shardedConfig) await rm(shardedConfig, { force: true });
   }
   const entry = deployed.outputs.find((output) => output.type === "deploy");
   const url = (entry?.targets ?? []).find((target) => /^https:\/\//.test(target));
 
   const lines = ["", `Deployed ${config.name}${url ? ` at ${url}` : ""}`];
   if (url) lines.push(`  API:        ${url}/api/v1`, `  Reference:  ${url}/api/v1/docs`);
-  lines.push(`  D1:         ${database.name} (${database.id})`, `  R2:         ${bucket.name}`);
+  lines.push(`  D1:         ${database.name} (${database.id})`);
+  for (const shard of shards) lines.push(`  Shard:      ${shard.binding} = ${shard.name} (${shard.id})`);
+  lines.push(`  R2:         ${bucket.name}`);
   lines.push(`  Queues:     ${queues.map((queue) => queue.name).join(", ")}`);
   lines.push(`  Variables:  ${Object.keys(vars).length > 0 ? Object.keys(vars).join(", ") : "all defaults"}`);
   for (const name of names.filter((name) => !secrets.generated.includes(name))) {
@@ -320,6 +366,7 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
   return {
     url,
     database,
+    shards,
     bucket,
     queues,
     secrets: { set: names, kept: secrets.kept, generated: secrets.generated },
@@ -397,13 +444,25 @@ export function parseDeployArgs(argv) {
       strict: true,
       options: {
         "vars-file": { type: "string" },
+        shards: { type: "string" },
         "dry-run": { type: "boolean", default: false },
         outdir: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });
     if (values.outdir !== undefined && !values["dry-run"]) throw new Error("--outdir needs --dry-run.");
-    return { help: values.help, dryRun: values["dry-run"], varsFile: values["vars-file"], outdir: values.outdir };
+    let shards;
+    if (values.shards !== undefined) {
+      shards = Number(values.shards);
+      if (!/^\d+$/.test(values.shards) || shards > 5000) throw new Error("--shards takes a whole number up to 5000.");
+    }
+    return {
+      help: values.help,
+      dryRun: values["dry-run"],
+      varsFile: values["vars-file"],
+      outdir: values.outdir,
+      ...(shards !== undefined ? { shards } : {}),
+    };
   } catch (error) {
     throw new ScriptError(`${error.message}\n\n${usage}`);
   }

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 import { fileURLToPath } from "node:url";
+import { localShardCount, shardBinding, shardedConfigPath, writeShardedConfig } from "./lib/shards.mjs";
 
 // wrangler's package exports do not include its bin script, so it is found by path.
 const wranglerBin = fileURLToPath(new URL("../node_modules/wrangler/bin/wrangler.js", import.meta.url));
@@ -64,24 +65,28 @@ export function freePort() {
 }
 
 /**
- * Applies every migration in migrations/ to the local D1 database kept in `persistTo`. wrangler's tables of
- * migrations (printed twice, with a confirmation it answers itself) are kept back unless applying fails.
+ * Applies every migration in migrations/ to each local D1 database kept in `persistTo`: the global DB and, with
+ * `shards`, each shard of wrangler.shards.toml. wrangler's tables of migrations (printed twice, with a
+ * confirmation it answers itself) are kept back unless applying fails.
  */
-export async function applyLocalMigrations(persistTo) {
-  const args = ["d1", "migrations", "apply", "DB", "--local"];
-  if (persistTo) args.push("--persist-to", persistTo);
-  const child = wrangler(args, { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr.on("data", (chunk) => {
-    output += chunk;
-  });
-  try {
-    await finished(child);
-  } catch (error) {
-    throw new Error(`applying the local D1 migrations failed (${error.message}):\n${output}`);
+export async function applyLocalMigrations(persistTo, { shards = localShardCount } = {}) {
+  const config = shards > 0 ? ["--config", await writeShardedConfig(shards)] : [];
+  for (const binding of ["DB", ...Array.from({ length: shards }, (_, n) => shardBinding(n))]) {
+    const args = ["d1", "migrations", "apply", binding, "--local", ...config];
+    if (persistTo) args.push("--persist-to", persistTo);
+    const child = wrangler(args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    try {
+      await finished(child);
+    } catch (error) {
+      throw new Error(`applying the local D1 migrations to ${binding} failed (${error.message}):\n${output}`);
+    }
   }
 }
 
@@ -105,13 +110,24 @@ async function waitUntilServing(url, child, timeoutMs) {
 }
 
 /**
- * Starts `wrangler dev` with the development fixtures enabled and events allowed to plain `http:` receivers. Returns its base URL and a stop
+ * Starts `wrangler dev` with the development fixtures enabled, events allowed to plain `http:` receivers and
+ * `shards` local shards (wrangler.shards.toml). Returns its base URL and a stop
  * function. `extraArgs` go to `wrangler dev` unchanged.
  */
-export async function startDevServer({ port, persistTo, extraArgs = [], stdio, timeoutMs = 90_000 } = {}) {
-  await applyLocalMigrations(persistTo);
+export async function startDevServer({
+  port,
+  persistTo,
+  extraArgs = [],
+  stdio,
+  timeoutMs = 90_000,
+  shards = localShardCount,
+} = {}) {
+  // The Worker runs with `shards` local shards (two: SHARD_0, SHARD_1, as in the tests) beside DB; none binds DB
+  // only (every store in DB), as plain `wrangler dev` does.
+  await applyLocalMigrations(persistTo, { shards });
   const args = [
     "dev",
+    ...(shards > 0 ? ["--config", shardedConfigPath] : []),
     "--ip",
     "127.0.0.1",
     "--port",

@@ -1,5 +1,6 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/client";
+import type { RequestDatabases } from "./db/shards";
 
 /** Who is calling and which stores this request may touch. */
 export type Caller = {
@@ -17,7 +18,12 @@ export type Caller = {
 export type AppEnv = {
   Bindings: Env;
   Variables: RequestIdVariables & {
+    /** The store's home database once the auth guard knows the store (before that: the global database). */
     db: Database;
+    /** The request's databases: the global one and each store home it opens. */
+    databases: RequestDatabases;
+    /** The name of the store's home (its D1 binding), set by the auth guard with `db`. */
+    home?: string;
     /** Set by the auth guard on bearer routes. */
     caller: Caller;
     /** Set when a route's own CORS policy answered the request (http/cors.ts `routeCors`). */

@@ -1,10 +1,14 @@
+import { inArray } from "drizzle-orm";
 import { createApp } from "./app";
 import { setting } from "./config";
-import { createDb, type Database } from "./db/client";
+import type { Database } from "./db/client";
+import { webhookEvents } from "./db/schema";
+import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
 import { sweepEvents } from "./events/sweep";
 import { ApiError } from "./http/errors";
+import { log } from "./lib/log";
 import { readLiveProduct } from "./products/queries";
 
 export { RateLimiter } from "./limits/rate-limiter";
@@ -25,30 +29,107 @@ async function liveProductOrNull(db: Database, storeId: string, productId: strin
   }
 }
 
+/**
+ * The messages of a batch by the home database their event lives in. A message carries only the event's id
+ * (records.ts), so every home is asked at once which of the batch's events it holds: one statement per home,
+ * one trip of latency per batch. A message whose event no home holds (dropped by the retention) goes with
+ * `DB`'s, where the delivery finds nothing to send and acks it.
+ */
+async function byHome(env: Env, messages: readonly Message<unknown>[]): Promise<Map<string, Message<unknown>[]>> {
+  const ids = [
+    ...new Set(
+      messages.flatMap((message) => {
+        const id = (message.body as Partial<DeliveryMessage> | null)?.id;
+        return typeof id === "string" ? [id] : [];
+      }),
+    ),
+  ];
+  const homeOf = new Map<string, string>();
+  if (ids.length > 0) {
+    await Promise.all(
+      homeNames(env).map(async (home) => {
+        const db = homeDb(env, home);
+        const rows = await db
+          .select({ id: webhookEvents.id })
+          .from(webhookEvents)
+          .where(inArray(webhookEvents.id, ids));
+        for (const row of rows) homeOf.set(row.id, home);
+      }),
+    );
+  }
+  const groups = new Map<string, Message<unknown>[]>();
+  for (const message of messages) {
+    const id = (message.body as Partial<DeliveryMessage> | null)?.id;
+    const home = (typeof id === "string" && homeOf.get(id)) || legacyHome;
+    groups.set(home, [...(groups.get(home) ?? []), message]);
+  }
+  return groups;
+}
+
+/** `batch` with only `messages`: each home's messages are handled against that home's database. */
+function part(batch: MessageBatch<unknown>, messages: Message<unknown>[]): MessageBatch<unknown> {
+  return {
+    queue: batch.queue,
+    metadata: batch.metadata,
+    messages,
+    retryAll: (options) => {
+      for (const message of messages) message.retry(options);
+    },
+    ackAll: () => {
+      for (const message of messages) message.ack();
+    },
+  };
+}
+
 export default {
   fetch: app.fetch,
   async queue(batch, env) {
-    const db = createDb(env.DB);
-    if (isDeadLetterQueue(batch.queue)) return handleDeadLetters(batch, db);
-    let settings: { schedule: number[]; timeoutMs: number };
+    const deadLetters = isDeadLetterQueue(batch.queue);
+    let settings: { schedule: number[]; timeoutMs: number } = { schedule: [], timeoutMs: 0 };
+    if (!deadLetters) {
+      try {
+        settings = { schedule: setting(env, "WEBHOOK_RETRY_SCHEDULE"), timeoutMs: setting(env, "WEBHOOK_TIMEOUT_MS") };
+      } catch {
+        // A malformed setting is logged once by setting(); the events wait, pending, until it is fixed.
+        batch.retryAll({ delaySeconds: processingRetrySeconds * 5 });
+        return;
+      }
+    }
+    let groups: Map<string, Message<unknown>[]>;
     try {
-      settings = { schedule: setting(env, "WEBHOOK_RETRY_SCHEDULE"), timeoutMs: setting(env, "WEBHOOK_TIMEOUT_MS") };
-    } catch {
-      // A malformed setting is logged once by setting(); the events wait, pending, until it is fixed.
-      batch.retryAll({ delaySeconds: processingRetrySeconds * 5 });
+      groups = await byHome(env, batch.messages);
+    } catch (error) {
+      // Like a delivery that could not be processed: every message comes back after a minute.
+      log.warn("webhook queue: the events' databases could not be asked", {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      batch.retryAll({ delaySeconds: processingRetrySeconds });
       return;
     }
-    await handleDeliveryBatch(batch, {
-      db,
-      fetch: (input, init) => fetch(input, init),
-      liveProduct: (storeId, productId) => liveProductOrNull(db, storeId, productId),
-      ...settings,
-    });
+    if (deadLetters) {
+      await Promise.all(
+        [...groups].map(([home, messages]) => handleDeadLetters(part(batch, messages), homeDb(env, home))),
+      );
+      return;
+    }
+    await Promise.all(
+      [...groups].map(([home, messages]) => {
+        const db = homeDb(env, home);
+        return handleDeliveryBatch(part(batch, messages), {
+          db,
+          fetch: (input, init) => fetch(input, init),
+          liveProduct: (storeId, productId) => liveProductOrNull(db, storeId, productId),
+          ...settings,
+        });
+      }),
+    );
   },
   async scheduled(_controller, env, ctx) {
     const retentionDays = setting(env, "WEBHOOK_RETENTION_DAYS");
+    const queue = env.WEBHOOK_QUEUE as Queue<DeliveryMessage>;
+    // Every home database holds events of its stores: each is swept (DB for stores placed before sharding).
     ctx.waitUntil(
-      sweepEvents({ db: createDb(env.DB), queue: env.WEBHOOK_QUEUE as Queue<DeliveryMessage>, retentionDays }),
+      Promise.all(homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), queue, retentionDays }))),
     );
   },
 } satisfies ExportedHandler<Env, unknown>;

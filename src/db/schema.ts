@@ -16,6 +16,24 @@ export const stores = sqliteTable("stores", {
   createdAt: timestamp("created_at").notNull(),
 });
 
+/**
+ * The store directory (global database only): which database holds each store's rows. `shard` is the name
+ * of a D1 binding of the Worker (`SHARD_<n>`; `DB` for a store placed before sharding). `version` grows on
+ * every change of the entry. A store without an entry lives in `DB` (docs/scaling.md).
+ */
+export const storeDirectory = sqliteTable(
+  "store_directory",
+  {
+    storeId: text("store_id")
+      .primaryKey()
+      .references(() => stores.id),
+    shard: text("shard").notNull(),
+    version: integer("version").notNull().default(1),
+    placedAt: timestamp("placed_at").notNull(),
+  },
+  (t) => [index("store_directory_shard").on(t.shard)],
+);
+
 /** API tokens: only the SHA-256 of the secret is kept. */
 export const apiTokens = sqliteTable("api_tokens", {
   tokenHash: text("token_hash").primaryKey(),

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../env";
-import { createDb } from "./client";
+import { legacyHome, RequestDatabases } from "./shards";
 
 /** The header that carries a D1 session bookmark to the client and back, so it reads its own writes. */
 export const bookmarkHeader = "X-D1-Bookmark";
@@ -20,14 +20,16 @@ export function sessionConstraint(method: string, bookmark: string | undefined):
 }
 
 /**
- * Gives every request a D1 session (Sessions API): read routes may be served by a read replica near the
- * Worker, writes go to the primary, and the response carries the session's bookmark for the next call.
+ * Gives every request its databases (shards.ts), each a D1 session (Sessions API) opened on first use: read
+ * routes may be served by a read replica near the Worker, writes go to the primary. `db` starts as the global
+ * database; the auth guard replaces it with the store's home once it knows the store. The response carries
+ * the bookmark of the store's home, tagged with it, for the next call.
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const session = c.env.DB.withSession(sessionConstraint(c.req.method, c.req.header(bookmarkHeader)));
-  // Drizzle's D1 driver needs only prepare() and batch(), which a session has.
-  c.set("db", createDb(session as unknown as D1Database));
+  const databases = new RequestDatabases(c.env, sessionConstraint(c.req.method, c.req.header(bookmarkHeader)));
+  c.set("databases", databases);
+  c.set("db", databases.global());
   await next();
-  const bookmark = session.getBookmark();
+  const bookmark = databases.bookmark(c.var.home ?? legacyHome);
   if (bookmark) c.header(bookmarkHeader, bookmark);
 };

@@ -1,4 +1,4 @@
-import { eq, inArray } from "drizzle-orm";
+import { count, eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import { insertStatements, isUniqueViolation, runAtomically, upsertStatements } from "../db/batch";
 import type { Database } from "../db/client";
@@ -8,10 +8,12 @@ import {
   drafts,
   productCourses,
   products,
+  storeDirectory,
   stores,
   subscriptions,
   webhookSecrets,
 } from "../db/schema";
+import { type Homes, legacyHome } from "../db/shards";
 import { type FieldErrors, validationError } from "../http/errors";
 import { sha256Hex } from "../lib/crypto";
 import type { DraftDocument, DraftVariant, StoredCustomField } from "../products/draft-document";
@@ -78,22 +80,12 @@ function draftDocument(product: FixtureProduct, draft: NonNullable<FixtureProduc
 }
 
 /** Cross-references the schema alone cannot check: stores named by products, tokens and subscriptions. */
-async function referenceErrors(db: Database, document: FixtureDocument): Promise<FieldErrors> {
+function referenceErrors(document: FixtureDocument, stored: ReadonlySet<string>): FieldErrors {
   const errors: FieldErrors = {};
   const add = (field: string, message: string) => {
     errors[field] = [...(errors[field] ?? []), message];
   };
-  const named = new Set<string>([
-    ...document.tokens.flatMap((token) => token.store_ids),
-    ...document.products.map((product) => product.store_id),
-    ...document.subscriptions.map((subscription) => subscription.store_id),
-  ]);
-  const known = new Set(document.stores.map((store) => store.id));
-  const missing = [...named].filter((storeId) => !known.has(storeId));
-  if (missing.length > 0) {
-    const stored = await db.select({ id: stores.id }).from(stores).where(inArray(stores.id, missing));
-    for (const row of stored) known.add(row.id);
-  }
+  const known = new Set([...document.stores.map((store) => store.id), ...stored]);
   const unknownStore = "The store does not exist.";
   document.tokens.forEach((token, i) => {
     token.store_ids.forEach((storeId, j) => {
@@ -135,29 +127,62 @@ type LoadedCounts = {
   subscriptions: number;
 };
 
+/** Every store the document names: its own stores and those its tokens, products and subscriptions refer to. */
+function namedStores(document: FixtureDocument): string[] {
+  return [
+    ...new Set([
+      ...document.stores.map((store) => store.id),
+      ...document.tokens.flatMap((token) => token.store_ids),
+      ...document.products.map((product) => product.store_id),
+      ...document.subscriptions.map((subscription) => subscription.store_id),
+    ]),
+  ];
+}
+
 /**
- * Loads a fixture document: upserts every entity by id and replaces a product's variants, fields,
- * cross-sells, courses and draft, all in one atomic batch. Throws a 422 and writes nothing when the
- * document's references do not hold.
+ * The home database of every store the document names, from the directory in one read of the global
+ * database, which also answers which named stores exist. A store the directory does not know yet is placed
+ * on the shard with the fewest stores (ties: the lowest n), so consecutive new stores alternate between
+ * the shards; without shards, and for an existing store without an entry, the home is `DB`.
  */
-export async function loadFixtures(db: Database, document: FixtureDocument, now = new Date()): Promise<LoadedCounts> {
-  const errors = await referenceErrors(db, document);
-  if (Object.keys(errors).length > 0) throw validationError(errors);
+async function placeStores(homes: Homes, document: FixtureDocument, now: Date) {
+  const global = homes.global();
+  const named = namedStores(document);
+  // D1 binds at most 100 parameters per statement: the ids are asked in parts, all in one batch.
+  const parts: string[][] = [];
+  for (let i = 0; i < named.length; i += 90) parts.push(named.slice(i, i + 90));
+  const [countRows, ...answers] = await global.batch([
+    global.select({ shard: storeDirectory.shard, stores: count() }).from(storeDirectory).groupBy(storeDirectory.shard),
+    ...parts.map((ids) =>
+      global
+        .select({ id: stores.id, shard: storeDirectory.shard })
+        .from(stores)
+        .leftJoin(storeDirectory, eq(storeDirectory.storeId, stores.id))
+        .where(inArray(stores.id, ids)),
+    ),
+  ]);
+  const rows = answers.flat();
+  const stored = new Set(rows.map((row) => row.id));
+  const home = new Map(rows.flatMap((row) => (row.shard ? [[row.id, row.shard] as const] : [])));
+  const load = new Map(homes.shards.map((shard) => [shard, 0]));
+  for (const row of countRows) if (load.has(row.shard)) load.set(row.shard, row.stores);
+  const placed: (typeof storeDirectory.$inferInsert)[] = [];
+  for (const storeId of named) {
+    if (home.has(storeId)) continue;
+    if (stored.has(storeId) || load.size === 0) {
+      home.set(storeId, legacyHome);
+      continue;
+    }
+    const [shard] = [...load].reduce((least, entry) => (entry[1] < least[1] ? entry : least));
+    load.set(shard, (load.get(shard) ?? 0) + 1);
+    home.set(storeId, shard);
+    placed.push({ storeId, shard, version: 1, placedAt: now });
+  }
+  return { stored, homeOf: (storeId: string) => home.get(storeId) ?? legacyHome, placed };
+}
 
-  const statements: BatchItem<"sqlite">[] = [...storeStatements(db, document.stores, now)];
-  const tokenRows = await Promise.all(
-    document.tokens.map(async (token) => ({
-      tokenHash: await sha256Hex(token.token),
-      storeIds: [...new Set(token.store_ids)],
-      abilities: [...new Set(token.abilities)],
-      createdAt: now,
-    })),
-  );
-  statements.push(...upsertStatements(db, apiTokens, apiTokens.tokenHash, tokenRows));
-
-  for (const product of document.products) statements.push(...productStatements(db, product, now));
-  statements.push(...subscriptionStatements(db, document.subscriptions, now));
-
+/** Runs a batch, turning a conflict with stored data into the loader's 422. */
+async function runFixtureBatch(db: Database, statements: BatchItem<"sqlite">[]) {
   try {
     await runAtomically(db, statements);
   } catch (error) {
@@ -170,6 +195,56 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
     }
     throw error;
   }
+}
+
+/**
+ * Loads a fixture document: upserts every entity by id and replaces a product's variants, fields,
+ * cross-sells, courses and draft. Throws a 422 and writes nothing when the document's references do not hold.
+ *
+ * Stores, tokens, the directory and the fake platform's accounts go to the global database; each store's
+ * own rows (its home copy of the store row, secret, products, subscriptions) to its home (docs/scaling.md).
+ * Each database's part is one atomic batch; the homes are written first, the global database last, so a
+ * document refused by a home (a slug held by a product outside it) publishes no store or token. A document
+ * whose stores live in several homes is atomic per home only.
+ */
+export async function loadFixtures(homes: Homes, document: FixtureDocument, now = new Date()): Promise<LoadedCounts> {
+  const { stored, homeOf, placed } = await placeStores(homes, document, now);
+  const errors = referenceErrors(document, stored);
+  if (Object.keys(errors).length > 0) throw validationError(errors);
+
+  const global = homes.global();
+  const globalStatements: BatchItem<"sqlite">[] = [...globalStoreStatements(global, document.stores, now)];
+  globalStatements.push(...insertStatements(global, storeDirectory, placed));
+  const tokenRows = await Promise.all(
+    document.tokens.map(async (token) => ({
+      tokenHash: await sha256Hex(token.token),
+      storeIds: [...new Set(token.store_ids)],
+      abilities: [...new Set(token.abilities)],
+      createdAt: now,
+    })),
+  );
+  globalStatements.push(...upsertStatements(global, apiTokens, apiTokens.tokenHash, tokenRows));
+
+  // Each home's statements, in document order; DB's go into the global batch (the same database).
+  const byHome = new Map<string, BatchItem<"sqlite">[]>();
+  const add = (storeId: string, make: (db: Database) => BatchItem<"sqlite">[]) => {
+    const home = homeOf(storeId);
+    if (home === legacyHome) return globalStatements.push(...make(global));
+    byHome.set(home, [...(byHome.get(home) ?? []), ...make(homes.home(home))]);
+  };
+  for (const store of document.stores) {
+    add(store.id, (db) => [
+      ...(homeOf(store.id) === legacyHome ? [] : upsertStatements(db, stores, stores.id, [storeRow(store, now)])),
+      ...secretStatements(db, store, now),
+    ]);
+  }
+  for (const product of document.products) add(product.store_id, (db) => productStatements(db, product, now));
+  // Subscriptions by store, so each store's go in multi-row statements.
+  const subscriptionsByStore = Map.groupBy(document.subscriptions, (subscription) => subscription.store_id);
+  for (const [storeId, list] of subscriptionsByStore) add(storeId, (db) => subscriptionStatements(db, list, now));
+
+  await Promise.all([...byHome].map(([home, statements]) => runFixtureBatch(homes.home(home), statements)));
+  await runFixtureBatch(global, globalStatements);
 
   return {
     stores: document.stores.length,
@@ -180,20 +255,24 @@ export async function loadFixtures(db: Database, document: FixtureDocument, now 
   };
 }
 
-/** A store's rows: the store, its development platform account and, when the document gives one, its webhook secret. */
-function storeStatements(db: Database, storeList: FixtureDocument["stores"], now: Date): BatchItem<"sqlite">[] {
+function storeRow(store: FixtureDocument["stores"][number], now: Date): typeof stores.$inferInsert {
+  return {
+    id: store.id,
+    name: store.name,
+    planActive: store.plan_active,
+    uploadLimitBytes: store.upload_limit_bytes ?? null,
+    createdAt: now,
+  };
+}
+
+/** A store's rows in the global database: the store and its development platform account. */
+function globalStoreStatements(db: Database, storeList: FixtureDocument["stores"], now: Date): BatchItem<"sqlite">[] {
   return [
     ...upsertStatements(
       db,
       stores,
       stores.id,
-      storeList.map((store) => ({
-        id: store.id,
-        name: store.name,
-        planActive: store.plan_active,
-        uploadLimitBytes: store.upload_limit_bytes ?? null,
-        createdAt: now,
-      })),
+      storeList.map((store) => storeRow(store, now)),
     ),
     ...upsertStatements(
       db,
@@ -207,25 +286,15 @@ function storeStatements(db: Database, storeList: FixtureDocument["stores"], now
         updatedAt: now,
       })),
     ),
-    ...upsertStatements(
-      db,
-      webhookSecrets,
-      webhookSecrets.storeId,
-      storeList.flatMap((store) =>
-        store.webhook_secret
-          ? [
-              {
-                storeId: store.id,
-                secret: store.webhook_secret,
-                previousSecret: null,
-                previousUntil: null,
-                createdAt: now,
-              },
-            ]
-          : [],
-      ),
-    ),
   ];
+}
+
+/** The store's webhook secret, when the document gives one (in the store's home). */
+function secretStatements(db: Database, store: FixtureDocument["stores"][number], now: Date): BatchItem<"sqlite">[] {
+  if (!store.webhook_secret) return [];
+  return upsertStatements(db, webhookSecrets, webhookSecrets.storeId, [
+    { storeId: store.id, secret: store.webhook_secret, previousSecret: null, previousUntil: null, createdAt: now },
+  ]);
 }
 
 function subscriptionStatements(

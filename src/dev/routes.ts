@@ -4,6 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
+import { homeNames } from "../db/shards";
 import { ApiError, messages, validationError } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
@@ -32,7 +33,7 @@ export const devRoutes = createRouter()
     }),
     zValidator("json", FixtureDocument, validationHook),
     async (c) => {
-      const loaded = await loadFixtures(c.var.db, c.req.valid("json"));
+      const loaded = await loadFixtures(c.var.databases, c.req.valid("json"));
       return c.json({ loaded }, 201);
     },
   )
@@ -41,9 +42,17 @@ export const devRoutes = createRouter()
     zValidator("param", z.object({ id: z.uuid({ error: messages.invalidProductId }) }), validationHook),
     async (c) => {
       const { id } = c.req.valid("param");
-      const db = c.var.db;
-      const product = await db.query.products.findFirst({ where: eq(products.id, id) });
-      if (!product) throw new ApiError(404, messages.productNotFound(id));
+      // No token names the store here: every home is asked at once, and the one holding the product answers.
+      const found = await Promise.all(
+        homeNames(c.env).map(async (home) => {
+          const db = c.var.databases.home(home);
+          const product = await db.query.products.findFirst({ where: eq(products.id, id) });
+          return product ? { db, product } : null;
+        }),
+      );
+      const hit = found.find((entry) => entry !== null);
+      if (!hit) throw new ApiError(404, messages.productNotFound(id));
+      const { db, product } = hit;
       const [courseRows, fieldRows, variantRows, draftRows] = await db.batch([
         db.select().from(productCourses).where(eq(productCourses.productId, id)),
         db.select().from(customFields).where(eq(customFields.productId, id)),

@@ -1,9 +1,10 @@
-import { eq } from "drizzle-orm";
-import type { MiddlewareHandler } from "hono";
+import { and, eq, inArray, sql } from "drizzle-orm";
+import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { setting } from "../config";
 import type { Database } from "../db/client";
-import { apiTokens } from "../db/schema";
+import { apiTokens, products, storeDirectory } from "../db/schema";
+import { legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
 import { constantTimeEqual, sha256Hex } from "../lib/crypto";
 import { ApiError, messages } from "./errors";
@@ -52,11 +53,75 @@ async function authenticate(
   if (!match?.[1]) return null;
   const hash = await sha256Hex(match[1]);
   return tokenCache.resolve(hash, cacheSeconds, async (wanted) => {
-    const token = await db.query.apiTokens.findFirst({ where: eq(apiTokens.tokenHash, wanted) });
+    // The token and the directory entries of its stores in one statement: one trip, however many stores.
+    const [token] = await db
+      .select({
+        tokenHash: apiTokens.tokenHash,
+        storeIds: apiTokens.storeIds,
+        abilities: apiTokens.abilities,
+        homes: sql<
+          string | null
+        >`(SELECT json_group_object(${storeDirectory.storeId}, ${storeDirectory.shard}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
+      })
+      .from(apiTokens)
+      .where(eq(apiTokens.tokenHash, wanted))
+      .limit(1);
     // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
     if (!token || !constantTimeEqual(token.tokenHash, wanted)) return null;
-    return { tokenHash: token.tokenHash, storeIds: token.storeIds, abilities: token.abilities };
+    const homes = JSON.parse(token.homes ?? "{}") as Record<string, string>;
+    return { tokenHash: token.tokenHash, storeIds: token.storeIds, abilities: token.abilities, homes };
   });
+}
+
+/** The home database of each store of `scope`, by the token's cached directory entries. */
+function homesOf(token: VerifiedToken, scope: readonly string[]): Map<string, string[]> {
+  const homes = new Map<string, string[]>();
+  for (const storeId of scope) {
+    const home = token.homes?.[storeId] ?? legacyHome;
+    homes.set(home, [...(homes.get(home) ?? []), storeId]);
+  }
+  return homes;
+}
+
+/** Product id → its store, as found by {@link locateProduct}; a product never changes store. */
+const productStores = new Map<string, string>();
+const PRODUCT_STORES_MAX_ENTRIES = 10_000;
+
+/**
+ * The home of the product a route names when the request's stores live in several homes (a token of several
+ * stores, no `X-Service-Store`): every home is asked at once which of its stores has the product (one trip
+ * of latency), and the answer is kept for the isolate. An unknown product goes to the first home, whose
+ * query then answers its 404.
+ */
+async function locateProduct(c: Context<AppEnv>, homes: Map<string, string[]>): Promise<string> {
+  const [first] = homes.keys();
+  const productId = (c.req.param("productId") ?? c.req.param("id"))?.toLowerCase();
+  if (!productId || !storeIdSchema.safeParse(productId).success) return first ?? legacyHome;
+  const known = productStores.get(productId);
+  if (known) {
+    for (const [home, storeIds] of homes) if (storeIds.includes(known)) return home;
+  }
+  const found = await Promise.all(
+    [...homes].map(async ([home, storeIds]) => {
+      const [row] = await c.var.databases
+        .home(home)
+        .select({ storeId: products.storeId })
+        .from(products)
+        .where(and(eq(products.id, productId), inArray(products.storeId, storeIds)))
+        .limit(1);
+      return row ? { home, storeId: row.storeId } : null;
+    }),
+  );
+  const hit = found.find((entry) => entry !== null);
+  if (!hit) return first ?? legacyHome;
+  productStores.delete(productId);
+  productStores.set(productId, hit.storeId);
+  while (productStores.size > PRODUCT_STORES_MAX_ENTRIES) {
+    const oldest = productStores.keys().next().value;
+    if (oldest === undefined) break;
+    productStores.delete(oldest);
+  }
+  return hit.home;
 }
 
 /** Resolves the request's store from `X-Service-Store` and the token, in the order docs/api.md gives ("Authentication, stores, abilities"). */
@@ -107,6 +172,12 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
       scope,
       storeId,
     };
+    // The store's rows live in its home database (docs/scaling.md): every query of the route goes there.
+    const homes = homesOf(token, scope);
+    const [onlyHome] = homes.keys();
+    const home = homes.size === 1 && onlyHome ? onlyHome : await locateProduct(c as unknown as Context<AppEnv>, homes);
+    c.set("home", home);
+    c.set("db", c.var.databases.home(home));
     // resolveStore answered 400 above when a required or unambiguous store is not known.
     c.set("caller", caller as ScopedCaller<S>);
     await next();

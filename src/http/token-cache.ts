@@ -3,6 +3,11 @@ export type VerifiedToken = {
   tokenHash: string;
   storeIds: readonly string[];
   abilities: readonly string[];
+  /**
+   * The directory's entries of the token's stores (store id → home database, docs/scaling.md), read in the
+   * same D1 call as the token and cached with it; a store without an entry lives in `DB`.
+   */
+  homes?: Readonly<Record<string, string>>;
 };
 
 /** How long an unknown token is remembered as unknown (never longer than `TOKEN_CACHE_SECONDS`). */
@@ -14,7 +19,7 @@ const TOKEN_CACHE_MAX_ENTRIES = 10_000;
 type Entry = { token: VerifiedToken | null; expiresAt: number };
 
 /**
- * Token hash → stores and abilities, kept per isolate for a bounded time, so a warm request reads no D1.
+ * Token hash → stores, their homes and abilities, kept per isolate for a bounded time, so a warm request reads no D1.
  * Unknown tokens are kept too, briefly and in their own map, so a flood of bad tokens neither becomes a
  * flood of D1 reads nor pushes the known tokens out. Only settled values are stored, never a promise:
  * a request must not wait on another request's D1 read.
@@ -65,6 +70,7 @@ export class TokenCache {
           tokenHash: token.tokenHash,
           storeIds: Object.freeze([...token.storeIds]),
           abilities: Object.freeze([...token.abilities]),
+          ...(token.homes ? { homes: Object.freeze({ ...token.homes }) } : {}),
         })
       : null;
     const seconds = token ? cacheSeconds : Math.min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds);

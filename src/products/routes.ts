@@ -127,7 +127,7 @@ export const productRoutes = createRouter()
       const event = await publishProduct(
         {
           db: c.var.db,
-          platform: projectPlatform(c.env, c.var.db),
+          platform: projectPlatform(c.env, c.var.databases.global()),
           webhookTarget: (webhookUrl) => eventTarget(c.env, webhookUrl),
         },
         product,

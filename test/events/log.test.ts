@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import { deliverEvent } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { callApi, db, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
-import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
+import { callApi, deliveryDeps, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
+import { seedProduct, seedStore, seedToken, storeDb, uuid } from "../support/factories";
 import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 
@@ -27,7 +27,7 @@ async function storeWithEvents(count: number) {
       { store_id: storeId, index },
       new Date(Date.now() - (count - index) * 1000),
     );
-    await insertEvent(db(), event);
+    await insertEvent(await storeDb(storeId), event);
     ids.push(event.id);
   }
   return { storeId, token, productId: product.id, ids };
@@ -113,8 +113,8 @@ describe("GET /webhook-events", () => {
   });
 
   it("filters by status, type and product; an empty filter is no filter", async () => {
-    const { token, ids, productId } = await storeWithEvents(4);
-    await db()
+    const { token, ids, productId, storeId } = await storeWithEvents(4);
+    await (await storeDb(storeId))
       .update(webhookEvents)
       .set({ status: "failed", nextAttemptAt: null })
       .where(eq(webhookEvents.id, ids[0] ?? ""));
@@ -154,7 +154,7 @@ describe("GET /webhook-events", () => {
     const { storeId, token: oldToken } = await seedStore();
     const product = await seedProduct(storeId);
     await insertEvent(
-      db(),
+      await storeDb(storeId),
       newEvent({ id: product.id, storeId }, "product.published", hookUrl(), {}, new Date(Date.now() - 2 * 86_400_000)),
     );
     const old = await callApi("/webhook-events", { token: oldToken }, queue, { WEBHOOK_RETENTION_DAYS: "1" });
@@ -174,10 +174,10 @@ describe("GET /webhook-events", () => {
 
 describe("GET /webhook-events/{id} and redeliver", () => {
   it("the detail adds the payload every attempt sends and one attempt-log line per attempt", async () => {
-    const { token, ids } = await storeWithEvents(1);
+    const { token, ids, storeId } = await storeWithEvents(1);
     const id = ids[0] ?? "";
     const receiver = fakeReceiver(() => new Response(null, { status: 503 }));
-    await deliverEvent(deliveryDeps({ fetch: receiver.fetch }), id);
+    await deliverEvent(deliveryDeps({ db: await storeDb(storeId), fetch: receiver.fetch }), id);
     const response = await get(`/webhook-events/${id.toUpperCase().replace("EVT_", "evt_")}`, token);
     const detail = await expectJson<Record<string, unknown>>(response, 200);
     expect(detail).toMatchObject({ id, status: "pending", attempts: 1, last_response_status: 503 });
@@ -197,10 +197,11 @@ describe("GET /webhook-events/{id} and redeliver", () => {
   });
 
   it("redeliver answers 202 and makes a failed event pending for one new attempt with the same webhook-id", async () => {
-    const { token, ids } = await storeWithEvents(1);
+    const { token, ids, storeId } = await storeWithEvents(1);
     const id = ids[0] ?? "";
+    const home = await storeDb(storeId);
     const gone = fakeReceiver(() => new Response(null, { status: 410 }));
-    await deliverEvent(deliveryDeps({ fetch: gone.fetch }), id);
+    await deliverEvent(deliveryDeps({ db: home, fetch: gone.fetch }), id);
     expect((await readEvent(token, id)).status).toBe("failed");
 
     const { sent, queue: redeliveries } = recordingQueue();
@@ -214,7 +215,7 @@ describe("GET /webhook-events/{id} and redeliver", () => {
 
     // One attempt: it fails again at once instead of starting the schedule over.
     const failing = fakeReceiver(() => new Response(null, { status: 500 }));
-    await deliverEvent(deliveryDeps({ fetch: failing.fetch }), id);
+    await deliverEvent(deliveryDeps({ db: home, fetch: failing.fetch }), id);
     expect(await readEvent(token, id)).toMatchObject({ status: "failed", attempts: 2 });
     const secret = (await expectJson<{ secret: string }>(await get("/webhooks/secret", token), 200)).secret;
     const [request] = failing.received;

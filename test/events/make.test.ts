@@ -6,17 +6,8 @@ import { deliverEvent } from "../../src/events/delivery";
 import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { projectPlatform } from "../../src/platform/select";
 import { publishProduct } from "../../src/products/publish";
-import {
-  callApi,
-  db,
-  deliveryDeps,
-  eventsOf,
-  fakeReceiver,
-  hookUrl,
-  readEvent,
-  recordingQueue,
-} from "../support/events";
-import { customFields, seedProduct, seedStore, uuid } from "../support/factories";
+import { callApi, deliveryDeps, eventsOf, fakeReceiver, hookUrl, readEvent, recordingQueue } from "../support/events";
+import { customFields, seedProduct, seedStore, storeDb, uuid } from "../support/factories";
 import { expectJson, expectStatus } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 
@@ -126,7 +117,8 @@ describe("events made by publish", () => {
 
   it("when the publish's D1 batch fails, neither the change nor the event is written", async () => {
     const { token, product } = await hookedProductWithDraft(hookUrl());
-    const real = createDb(env.DB);
+    // The product's rows are in its store's home; the fake platform's in the global database.
+    const real = await storeDb(product.store_id);
     let failedBatchSize = 0;
     // The batch that persists the overlay fails on a statement after the event's insert.
     const failing = new Proxy(real, {
@@ -142,7 +134,11 @@ describe("events made by publish", () => {
     const found = await real.query.products.findFirst({ where: (p, { eq }) => eq(p.id, product.id) });
     await expect(
       publishProduct(
-        { db: failing, platform: projectPlatform(env, real), webhookTarget: (value) => (value ? String(value) : null) },
+        {
+          db: failing,
+          platform: projectPlatform(env, createDb(env.DB)),
+          webhookTarget: (value) => (value ? String(value) : null),
+        },
         found as NonNullable<typeof found>,
       ),
     ).rejects.toThrow(/no such table/);
@@ -261,10 +257,11 @@ describe("events made by custom-field deletes", () => {
 
     const later = new Date(Date.now() + sweepGraceMs + 60_000);
     const swept = recordingQueue();
-    await sweepEvents({ db: db(), queue: swept.queue, retentionDays: 30, now: () => later });
+    const home = await storeDb(storeId);
+    await sweepEvents({ db: home, queue: swept.queue, retentionDays: 30, now: () => later });
     expect(swept.sent).toContainEqual({ id });
     const receiver = fakeReceiver(() => new Response(null, { status: 204 }));
-    await deliverEvent(deliveryDeps({ fetch: receiver.fetch, now: () => later }), id);
+    await deliverEvent(deliveryDeps({ db: home, fetch: receiver.fetch, now: () => later }), id);
     expect(receiver.received.map((request) => request.headers.get("webhook-id"))).toEqual([id]);
     expect((await readEvent(token, id)).status).toBe("delivered");
     logs.expectLogged("warn", { message: "webhook event: enqueue failed; the sweep will retry it", event_id: id });

@@ -6,12 +6,12 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import demo from "../../fixtures/demo.json";
 import committed from "../../openapi/openapi.json";
 import { createApp } from "../../src/app";
-import { createDb } from "../../src/db/client";
 import { webhookEvents } from "../../src/db/schema";
+import { bindingHomes } from "../../src/db/shards";
 import { FixtureDocument, type FixtureProduct, type FixtureVariant } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 import { insertEvent, newEvent } from "../../src/events/records";
-import { customFields, productInput, seedToken, uuid, variantInput } from "../support/factories";
+import { customFields, productInput, seedToken, storeDb, uuid, variantInput } from "../support/factories";
 import { origin } from "../support/http";
 import { png } from "../support/media-bytes";
 import {
@@ -101,8 +101,9 @@ const worldEvents = [
 
 /** Loads the world again, undoing what a fuzzed operation changed (fixtures upsert by id; events are rewritten). */
 const loadWorld = async () => {
-  const db = createDb(env.DB);
-  await loadFixtures(db, fixture);
+  await loadFixtures(bindingHomes(env), fixture);
+  // The world's events belong to `store`: they live in its home database.
+  const db = await storeDb(store.id);
   await db.delete(webhookEvents).where(
     inArray(
       webhookEvents.id,

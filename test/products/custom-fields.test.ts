@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { customFieldMessages } from "../../src/products/custom-fields";
 import { draftMessages } from "../../src/products/drafts";
-import { customFields, seedProduct, seedStore, seedToken, uuid, variantInput } from "../support/factories";
+import { customFields, seedProduct, seedStore, seedToken, storeD1, uuid, variantInput } from "../support/factories";
 import { api, expectJson, expectStatus } from "../support/http";
 import { readDraft, readProduct, storedProduct } from "../support/products";
 
@@ -156,11 +156,12 @@ describe("live custom-field deletes", () => {
   });
 
   it("records the change of the fields section only when a field was deleted", async () => {
-    const { env } = await import("cloudflare:workers");
     const { token, product } = await liveProduct();
+    const home = await storeD1(product.store_id);
     const fieldsChangedAt = async () =>
       (
-        await env.DB.prepare("SELECT fields_updated_at AS at FROM products WHERE id = ?")
+        await home
+          .prepare("SELECT fields_updated_at AS at FROM products WHERE id = ?")
           .bind(product.id)
           .first<{ at: number }>()
       )?.at;

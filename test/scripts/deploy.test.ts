@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -58,9 +58,9 @@ function deployWith(account: FakeCloudflare, env: Record<string, string> = {}) {
   const printed: string[] = [];
   return {
     printed,
-    run: async (options: { varsFile?: string } = {}) =>
+    run: async (options: { varsFile?: string; shards?: number } = {}) =>
       deploy(
-        { varsFile: options.varsFile ?? (await emptyVars()) },
+        { varsFile: options.varsFile ?? (await emptyVars()), shards: options.shards },
         { run: account.run, print: (t) => printed.push(t), env, config },
       ),
   };
@@ -125,6 +125,58 @@ describe("npm run deploy on an empty account", () => {
       mode: "show",
     });
     expect(account.calls.find((call) => call.args[0] === "deploy")?.mode).toBe("terminal");
+  });
+});
+
+describe("npm run deploy with shards (docs/scaling.md)", () => {
+  it("--shards 2 creates and migrates both shard databases and deploys with their bindings", async () => {
+    const account = emptyAccount();
+    const configs: string[] = [];
+    const run = account.run;
+    account.run = async (args, options) => {
+      const config = args[args.indexOf("--config") + 1];
+      if (args.includes("--config") && config) configs.push(await readFile(config, "utf8"));
+      return run(args, options);
+    };
+    const result = await deployWith(account).run({ shards: 2 });
+    expect(account.databases.map((d) => d.name)).toEqual([
+      databaseName,
+      `${databaseName}-shard-0`,
+      `${databaseName}-shard-1`,
+    ]);
+    expect(result.shards.map((shard) => [shard.binding, shard.name, shard.created])).toEqual([
+      ["SHARD_0", `${databaseName}-shard-0`, true],
+      ["SHARD_1", `${databaseName}-shard-1`, true],
+    ]);
+    const migrations = account.calls.filter((call) => call.args[1] === "migrations").map((call) => call.args[3]);
+    expect(migrations).toEqual(["DB", "SHARD_0", "SHARD_1"]);
+    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    expect(deployCall?.args).toContain("--config");
+    // Every migration and the deploy read the same configuration: wrangler.toml with both shards bound.
+    expect(configs).toHaveLength(4);
+    for (const text of configs) {
+      expect(text).toContain(`binding = "SHARD_1"\ndatabase_name = "${databaseName}-shard-1"`);
+      expect(text).toContain('binding = "DB"');
+    }
+    expect(existsSync(deployCall?.args[deployCall.args.indexOf("--config") + 1] ?? "")).toBe(false);
+  });
+
+  it("keeps the shards the account has when run without --shards, and grows to more when told", async () => {
+    const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
+    account.databases.push({ name: `${databaseName}-shard-0`, uuid: "aaaaaaaa-2222-4333-8444-555555555555" });
+    const kept = await deployWith(account).run();
+    expect(kept.shards.map((shard) => [shard.binding, shard.created])).toEqual([["SHARD_0", false]]);
+    const grown = await deployWith(account).run({ shards: 3 });
+    expect(grown.shards.map((shard) => [shard.binding, shard.created])).toEqual([
+      ["SHARD_0", false],
+      ["SHARD_1", true],
+      ["SHARD_2", true],
+    ]);
+  });
+
+  it("--shards takes a whole number", () => {
+    expect(parseDeployArgs(["--shards", "4"])).toMatchObject({ shards: 4 });
+    expect(() => parseDeployArgs(["--shards", "two"])).toThrow(ScriptError);
   });
 });
 

@@ -1,11 +1,9 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createDb } from "../../src/db/client";
 import { listRequest, SubscriptionListQuery } from "../../src/subscriptions/filters";
 import { indexableNeedle, listSubscriptions as listQuery, searchPhrase } from "../../src/subscriptions/query";
 import { subscriptionSearchText } from "../../src/subscriptions/resource";
 import type { SubscriptionInput } from "../support/factories";
-import { seed, seedStore } from "../support/factories";
+import { seed, seedStore, storeD1, storeDb } from "../support/factories";
 import { expectJson } from "../support/http";
 import {
   idsOf,
@@ -44,7 +42,7 @@ async function listed(store: Store, params: Record<string, string>, half: Half =
     return { ids: body.items.map((item) => item.id as string), total: body.pagination.total };
   }
   const request = listRequest(SubscriptionListQuery.parse(params));
-  const { items, total } = await listQuery(createDb(env.DB), store.storeId, request, {
+  const { items, total } = await listQuery(await storeDb(store.storeId), store.storeId, request, {
     maxIndexHits: half.maxIndexHits,
   });
   return { ids: items.map((item) => item.id), total };
@@ -59,23 +57,27 @@ async function matching(store: Store, params: Record<string, string>, half?: Hal
 }
 
 /** The rowids the index itself lists for `needle`, whatever `subscriptions` holds. */
-async function indexed(needle: string) {
-  const result = await env.DB.prepare("SELECT rowid FROM subscriptions_search WHERE subscriptions_search MATCH ?")
+async function indexed(storeId: string, needle: string) {
+  const result = await (await storeD1(storeId))
+    .prepare("SELECT rowid FROM subscriptions_search WHERE subscriptions_search MATCH ?")
     .bind(searchPhrase(needle))
     .all<{ rowid: number }>();
   return result.results.map((row) => row.rowid);
 }
 
-async function rowidOf(id: string) {
-  const row = await env.DB.prepare("SELECT rowid FROM subscriptions WHERE id = ?").bind(id).first<{ rowid: number }>();
+async function rowidOf(storeId: string, id: string) {
+  const row = await (await storeD1(storeId))
+    .prepare("SELECT rowid FROM subscriptions WHERE id = ?")
+    .bind(id)
+    .first<{ rowid: number }>();
   return row?.rowid;
 }
 
 /** FTS5's own check that the index holds exactly the trigrams of every `search_text` (rank 1: against the content). */
-async function expectIndexMatchesTable() {
-  await env.DB.prepare(
-    "INSERT INTO subscriptions_search (subscriptions_search, rank) VALUES ('integrity-check', 1)",
-  ).run();
+async function expectIndexMatchesTable(storeId: string) {
+  await (await storeD1(storeId))
+    .prepare("INSERT INTO subscriptions_search (subscriptions_search, rank) VALUES ('integrity-check', 1)")
+    .run();
 }
 
 describe("indexableNeedle and searchPhrase", () => {
@@ -267,8 +269,8 @@ describe("GET /subscriptions: the index follows every write", () => {
     for (const now of ["zawadzka", "ceramiki", "rocznie", "bożena"]) {
       expect(await matching(store, { query: now })).toEqual(idsOf(renamed));
     }
-    expect(await indexed("kaczmarek")).not.toContain(await rowidOf(renamed.id));
-    await expectIndexMatchesTable();
+    expect(await indexed(storeId, "kaczmarek")).not.toContain(await rowidOf(storeId, renamed.id));
+    await expectIndexMatchesTable(storeId);
   });
 
   it("an UPDATE of the search key re-indexes the row; an UPDATE of other columns leaves it found", async () => {
@@ -276,10 +278,14 @@ describe("GET /subscriptions: the index follows every write", () => {
     const { storeId } = store;
     const [subscription] = await seedSubscriptions(storeId, [{ customer_name: "Teresa Malinowska", status: "active" }]);
     if (!subscription) throw new Error("seeded nothing");
-    await env.DB.prepare("UPDATE subscriptions SET status = 'canceled' WHERE id = ?").bind(subscription.id).run();
+    await (await storeD1(storeId))
+      .prepare("UPDATE subscriptions SET status = 'canceled' WHERE id = ?")
+      .bind(subscription.id)
+      .run();
     expect(await matching(store, { query: "malinowska", status: "canceled" })).toEqual(idsOf(subscription));
 
-    await env.DB.prepare("UPDATE subscriptions SET customer_name = ?, search_text = ? WHERE id = ?")
+    await (await storeD1(storeId))
+      .prepare("UPDATE subscriptions SET customer_name = ?, search_text = ? WHERE id = ?")
       .bind(
         "Teresa Jasińska",
         subscriptionSearchText({ customer: "Teresa Jasińska", product: null, variant: null }),
@@ -288,8 +294,8 @@ describe("GET /subscriptions: the index follows every write", () => {
       .run();
     expect(await matching(store, { query: "malinowska" })).toEqual([]);
     expect(await matching(store, { query: "jasińska" })).toEqual(idsOf(subscription));
-    expect(await indexed("malinowska")).not.toContain(await rowidOf(subscription.id));
-    await expectIndexMatchesTable();
+    expect(await indexed(storeId, "malinowska")).not.toContain(await rowidOf(storeId, subscription.id));
+    await expectIndexMatchesTable(storeId);
   });
 
   it("a deleted subscription leaves the index, and a row reusing its rowid is not found by the old names", async () => {
@@ -300,21 +306,21 @@ describe("GET /subscriptions: the index follows every write", () => {
       { customer_name: "Irena Wysocka" },
     ]);
     if (!kept || !deleted) throw new Error("seeded nothing");
-    const rowid = await rowidOf(deleted.id);
+    const rowid = await rowidOf(storeId, deleted.id);
     expect(await matching(store, { query: "irena" })).toEqual(idsOf(kept, deleted));
 
-    await env.DB.prepare("DELETE FROM subscriptions WHERE id = ?").bind(deleted.id).run();
+    await (await storeD1(storeId)).prepare("DELETE FROM subscriptions WHERE id = ?").bind(deleted.id).run();
     expect(await matching(store, { query: "irena" })).toEqual(idsOf(kept));
     expect(await matching(store, { query: "wysocka" })).toEqual([]);
-    expect(await indexed("wysocka")).not.toContain(rowid);
+    expect(await indexed(storeId, "wysocka")).not.toContain(rowid);
 
     // SQLite hands the highest rowid out again once its row is gone.
     const [successor] = await seedSubscriptions(storeId, [{ customer_name: "Marek Nowicki" }]);
     if (!successor) throw new Error("seeded nothing");
-    expect(await rowidOf(successor.id), "the new row took the deleted row's rowid").toBe(rowid);
+    expect(await rowidOf(storeId, successor.id), "the new row took the deleted row's rowid").toBe(rowid);
     expect(await matching(store, { query: "wysocka" })).toEqual([]);
     expect(await matching(store, { query: "nowicki" })).toEqual(idsOf(successor));
-    await expectIndexMatchesTable();
+    await expectIndexMatchesTable(storeId);
   });
 });
 

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { createDb } from "../../src/db/client";
+import { bindingHomes, homeBinding, homeDb, legacyHome } from "../../src/db/shards";
 import { FixtureDocument, type FixtureDocumentInput } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 
@@ -23,7 +23,7 @@ export const uuid = () => crypto.randomUUID();
 
 /** Loads a fixture document through the same loader the `_dev` route uses. */
 export async function seed(document: FixtureDocumentInput) {
-  return loadFixtures(createDb(env.DB), FixtureDocument.parse(document));
+  return loadFixtures(bindingHomes(env), FixtureDocument.parse(document));
 }
 
 /** A store with its own token (abilities `*` unless given); every call makes fresh ids. */
@@ -73,4 +73,22 @@ export async function seedProduct(storeId: string, overrides: Partial<ProductInp
   const product = productInput(storeId, overrides);
   await seed({ products: [product] });
   return product;
+}
+
+/** The home database (its binding name) of a seeded store, from the directory: `DB` for a store without an entry. */
+export async function storeHome(storeId: string): Promise<string> {
+  const row = await env.DB.prepare("SELECT shard FROM store_directory WHERE store_id = ?")
+    .bind(storeId)
+    .first<{ shard: string }>();
+  return row?.shard ?? legacyHome;
+}
+
+/** The D1 binding of a seeded store's home: where its products, subscriptions and events are. */
+export async function storeD1(storeId: string): Promise<D1Database> {
+  return homeBinding(env, await storeHome(storeId));
+}
+
+/** Drizzle over a seeded store's home. */
+export async function storeDb(storeId: string) {
+  return homeDb(env, await storeHome(storeId));
 }

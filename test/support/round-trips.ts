@@ -7,6 +7,7 @@ import {
   type Trips,
 } from "../../scripts/counting-bindings";
 import { createApp } from "../../src/app";
+import { homeBinding, homeNames } from "../../src/db/shards";
 import { origin } from "./http";
 
 /**
@@ -27,7 +28,10 @@ function counted(bindings: Env) {
   return {
     bindings: {
       ...bindings,
-      DB: countingD1(bindings.DB, d1Trips),
+      // Every database a request may use: the global one and each shard, into the same count.
+      ...Object.fromEntries(
+        homeNames(bindings).map((name) => [name, countingD1(homeBinding(bindings, name), d1Trips)]),
+      ),
       RATE_LIMITER: countingNamespace(bindings.RATE_LIMITER, calls),
       STORE_COORDINATOR: countingNamespace(bindings.STORE_COORDINATOR, calls),
       BUCKET: countingBucket(bindings.BUCKET, r2),

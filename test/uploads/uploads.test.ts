@@ -5,7 +5,7 @@ import { createApp } from "../../src/app";
 import { mediaKey, stagedKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { isolateClock } from "../support/clock";
-import { seedStore, seedToken, uuid } from "../support/factories";
+import { seedStore, seedToken, storeD1, uuid } from "../support/factories";
 import { api, json, origin } from "../support/http";
 import { gif, isoMedia, oggTheora, pdf, png, svg, truncatedPng, webm, zip } from "../support/media-bytes";
 
@@ -57,8 +57,11 @@ const storedState = (storeId: string, id: string) =>
       state.storage.sql.exec<{ state: string }>("SELECT state FROM uploads WHERE id = ?", id).one().state,
   );
 
+/** As the platform changes a store: its row in the global database and its copy in the store's home, which the API reads. */
 async function setUploadLimit(storeId: string, bytes: number) {
-  await env.DB.prepare("UPDATE stores SET upload_limit_bytes = ? WHERE id = ?").bind(bytes, storeId).run();
+  for (const db of new Set([env.DB, await storeD1(storeId)])) {
+    await db.prepare("UPDATE stores SET upload_limit_bytes = ? WHERE id = ?").bind(bytes, storeId).run();
+  }
 }
 
 afterEach(() => {
