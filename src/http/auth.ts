@@ -3,6 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { setting } from "../config";
 import type { Database } from "../db/client";
+import { storeFenced } from "../db/fence";
 import { apiTokens, products, storeDirectory } from "../db/schema";
 import { legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
@@ -62,6 +63,10 @@ async function authenticate(
         homes: sql<
           string | null
         >`(SELECT json_group_object(${storeDirectory.storeId}, ${storeDirectory.shard}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
+        // Whether one of the stores is being moved (src/db/move.ts): the entry is then kept for a second only.
+        moving: sql<
+          number | null
+        >`(SELECT max(${storeDirectory.moving}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
       })
       .from(apiTokens)
       .where(eq(apiTokens.tokenHash, wanted))
@@ -69,7 +74,13 @@ async function authenticate(
     // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
     if (!token || !constantTimeEqual(token.tokenHash, wanted)) return null;
     const homes = JSON.parse(token.homes ?? "{}") as Record<string, string>;
-    return { tokenHash: token.tokenHash, storeIds: token.storeIds, abilities: token.abilities, homes };
+    return {
+      tokenHash: token.tokenHash,
+      storeIds: token.storeIds,
+      abilities: token.abilities,
+      homes,
+      ...(token.moving ? { moving: true } : {}),
+    };
   });
 }
 
@@ -181,5 +192,8 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     // resolveStore answered 400 above when a required or unambiguous store is not known.
     c.set("caller", caller as ScopedCaller<S>);
     await next();
+    // A write its home refused because the store is moving (src/db/fence.ts): this isolate's entry of the
+    // token may name the home the store is leaving, so the next request reads the directory again.
+    if (storeFenced(c.error)) tokenCache.drop(token.tokenHash);
   };
 }
