@@ -2,7 +2,8 @@ import { zValidator } from "@hono/zod-validator";
 import { eq } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { devFixturesEnabled } from "../config";
+import { devFixturesEnabled, setting } from "../config";
+import { MoveRefused, moveStore } from "../db/move";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import { homeNames } from "../db/shards";
 import { ApiError, messages, validationError } from "../http/errors";
@@ -96,6 +97,26 @@ export const devRoutes = createRouter()
     const { store_id: storeId } = c.req.valid("query");
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
   })
+  // `npm run store:move` (docs/scaling.md, "Moving a store under traffic"): copies, checks, switches, cleans up.
+  .post(
+    "/stores/:id/move",
+    zValidator("param", z.object({ id: z.uuid({ error: messages.invalidStoreId }) }), validationHook),
+    zValidator("json", z.object({ to: z.string().min(1) }), validationHook),
+    async (c) => {
+      const storeId = c.req.valid("param").id.toLowerCase();
+      try {
+        const report = await moveStore(c.env, {
+          storeId,
+          to: c.req.valid("json").to,
+          tokenCacheSeconds: setting(c.env, "TOKEN_CACHE_SECONDS"),
+        });
+        return c.json(report);
+      } catch (error) {
+        if (error instanceof MoveRefused) throw new ApiError(error.status, error.message);
+        throw error;
+      }
+    },
+  )
   .get("/upload", (c) => c.html(uploadPage))
   // The cheapest route of the Worker (no token, no D1, no Durable Object): `npm run bench` loads it
   // beside the real routes, as the ceiling of the runtime on the machine.
