@@ -1,14 +1,16 @@
 import { zValidator } from "@hono/zod-validator";
 import { eq } from "drizzle-orm";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { devFixturesEnabled, setting } from "../config";
-import { MoveRefused, moveStore } from "../db/move";
+import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import { homeNames } from "../db/shards";
+import type { AppEnv } from "../env";
 import { ApiError, messages, validationError } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
+import { moveBody, moveParams, runMove } from "../ops/routes";
 import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
 import { FixtureDocument } from "./fixture-schema";
@@ -97,25 +99,9 @@ export const devRoutes = createRouter()
     const { store_id: storeId } = c.req.valid("query");
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
   })
-  // `npm run store:move` (docs/scaling.md, "Moving a store under traffic"): copies, checks, switches, cleans up.
-  .post(
-    "/stores/:id/move",
-    zValidator("param", z.object({ id: z.uuid({ error: messages.invalidStoreId }) }), validationHook),
-    zValidator("json", z.object({ to: z.string().min(1) }), validationHook),
-    async (c) => {
-      const storeId = c.req.valid("param").id.toLowerCase();
-      try {
-        const report = await moveStore(c.env, {
-          storeId,
-          to: c.req.valid("json").to,
-          tokenCacheSeconds: setting(c.env, "TOKEN_CACHE_SECONDS"),
-        });
-        return c.json(report);
-      } catch (error) {
-        if (error instanceof MoveRefused) throw new ApiError(error.status, error.message);
-        throw error;
-      }
-    },
+  // `npm run store:move` against `npm run dev` (docs/scaling.md, "Moving a store under traffic").
+  .post("/stores/:id/move", moveParams, moveBody, (c) =>
+    runMove(c as unknown as Context<AppEnv>, c.req.valid("param").id, c.req.valid("json").to),
   )
   .get("/upload", (c) => c.html(uploadPage))
   // The cheapest route of the Worker (no token, no D1, no Durable Object): `npm run bench` loads it

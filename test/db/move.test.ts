@@ -385,4 +385,28 @@ describe("store:move refusals and failures", () => {
     const read = await call(`/products/${legacyProduct.id}`, { token: legacy.token });
     await expectStatus(read.response, 200);
   }, 20_000);
+
+  it("a deployment moves through /_ops with STORE_MOVE_SECRET as bearer; without the secret there is no such route", async () => {
+    const store = await storeWithRows();
+    const opsMove = (secret: string | undefined, bearer?: string) =>
+      app.fetch(
+        new Request(`${origin}/api/v1/_ops/stores/${store.storeId}/move`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", ...(bearer ? { Authorization: `Bearer ${bearer}` } : {}) },
+          body: JSON.stringify({ to: store.to }),
+        }),
+        { ...env, DEV_FIXTURES: "off", TOKEN_CACHE_SECONDS: "0", STORE_MOVE_SECRET: secret } as Env,
+        createExecutionContext(),
+      );
+    expect(await expectJson(await opsMove(undefined, "anything"), 404)).toEqual({ message: "Not found." });
+    expect(await expectJson(await opsMove("s3cret", "wrong"), 401)).toEqual({ message: "Unauthenticated." });
+    await expectStatus(await opsMove("s3cret"), 401);
+    expect(await directory(store.storeId)).toMatchObject({ shard: store.from, moving: 0 });
+    expect(await expectJson(await opsMove("s3cret", "s3cret"), 200)).toMatchObject({
+      store_id: store.storeId,
+      from: store.from,
+      to: store.to,
+    });
+    expect(await directory(store.storeId)).toMatchObject({ shard: store.to, moving: 0 });
+  }, 20_000);
 });
