@@ -432,7 +432,13 @@ describe("fences (migrations/0004)", () => {
     const other = await seedStore();
     const otherProduct = await seedProduct(other.storeId, { custom_fields: customFields("a") });
     const otherHome = await storeHome(other.storeId);
+    const secret = await expectJson<{ secret: string }>(
+      (await call("/webhooks/secret", { token: store.token })).response,
+      200,
+    );
     await fence(store.from, store.storeId);
+    // Reads go on: the secret, made on first read, is read without a write once it exists.
+    expect(await expectJson((await call("/webhooks/secret", { token: store.token })).response, 200)).toEqual(secret);
     const db = homeBinding(env, store.from);
     const product = store.product.id;
     const writes = [
