@@ -180,13 +180,13 @@ export async function moveStore(env: Env, options: MoveOptions): Promise<MoveRep
     // Rows an earlier, failed move may have left in the target.
     await deleteStoreRows(target, storeId, { keepStoreRow: false });
     const { sums, mismatch } = await copyAndCheck(source, target, options);
-    await step("copied");
     if (mismatch) {
       throw new MoveRefused(
         409,
         `The copy of store ${storeId} in ${to} did not match (${mismatch}); it stays in ${from}.`,
       );
     }
+    await step("copied");
     await fenceStatement(target, storeId, { state: "incoming", since: Date.now() }).run();
     version = await setEntry(env, storeId, version, to, true);
     switched = true;

@@ -516,16 +516,17 @@ describe("fences (migrations/0004)", () => {
 });
 
 describe("round trips while a store moves", () => {
-  it("a warm read of a moving store is still one trip to its home; only the token is read again every second", async () => {
+  it("a warm read of a moving store is still one trip to its home; only the token is read again, every second", async () => {
     const store = await storeWithRows();
     await env.DB.prepare("UPDATE store_directory SET moving = 1 WHERE store_id = ?").bind(store.storeId).run();
     const path = `/products/${store.product.id}`;
-    // Cold: the token with its directory entries (one statement, DB) → the budget lease (DO) → the read (home).
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 2, durableObjects: 1 });
+    // Cold: the token with its directory entries (one statement, DB; again from DB's primary, since a replica
+    // could be behind the move's switch) → the budget lease (DO) → the read (home).
+    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 3, durableObjects: 1 });
     expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 1, durableObjects: 0 });
     await sleep(1100);
-    // The entry of a moving store lasts a second: the token's read again, in the same one statement.
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 2, durableObjects: 0 });
+    // The entry of a moving store lasts a second: then the token's two reads again.
+    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 3, durableObjects: 0 });
     expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 1, durableObjects: 0 });
     await env.DB.prepare("UPDATE store_directory SET moving = 0 WHERE store_id = ?").bind(store.storeId).run();
   });
