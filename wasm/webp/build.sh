@@ -2,7 +2,7 @@
 # Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4), zlib's
 # inflate (Debian's source package, 1.2.13), Little CMS (Debian's source package, 2.14) and libjpeg-turbo's
 # decoder (Debian's source package, 1:2.1.5-2) plus our code (codec.c: WebP glue; png.c: PNG image data;
-# gif.c: GIF image data; jpeg.c: baseline JPEG; resize.c: the streaming downscaler; colour.c: ICC profiles to
+# gif.c: GIF image data; jpeg.c, jpeg-simd.c: baseline JPEG; resize.c: the streaming downscaler; colour.c: ICC profiles to
 # sRGB), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
 # once into the build directory (reused later), compiles everything again and overwrites the output.
 #
@@ -12,11 +12,13 @@
 # else, and no libwebp, zlib, lcms2 or libjpeg-turbo file is committed.
 #
 # libjpeg-turbo is built without its CMake: its three configuration headers are written here (8-bit samples,
-# no arithmetic coding: jpeg-header.ts refuses such files first, no getenv or putenv), and its portable C path
-# (jsimd_none.c: its SIMD code is x86 assembly or NEON). One change is made to copies of its Huffman
-# decoder in the build directory: jdhuff.h gives the bit buffer 64 bits only where size_t has 64 (wasm32's has
-# 32), and the decoder refills a 64-bit buffer 6 bytes at a time instead of 2; the copies give wasm the 64-bit
-# buffer, as libjpeg-turbo does for x32 (measured: decoding 10-13 % faster, the same pixels).
+# no arithmetic coding: jpeg-header.ts refuses such files first, no getenv or putenv). Its SIMD code is x86
+# assembly or NEON, so it is built on its portable path (jsimd_none.c), with the hooks jpeg-simd.c fills with
+# WebAssembly SIMD renamed away (the IDCTs and colour conversion of the scales the pipeline uses: bit for bit
+# the C code's results). One change is made to copies of its Huffman decoder in the build directory: jdhuff.h
+# gives the bit buffer 64 bits only where size_t has 64 (wasm32's has 32), and the decoder refills a 64-bit
+# buffer 6 bytes at a time instead of 2; the copies give wasm the 64-bit buffer, as libjpeg-turbo does for x32
+# (measured: decoding 10-13 % faster, the same pixels).
 #
 # Usage: npm run build:wasm   (needs root for apt, or a libwebp-1.2.4 tree already in $WEBP_BUILD_DIR)
 set -euo pipefail
@@ -106,6 +108,7 @@ echo "$CMYK_PROFILE_SHA256  $PROFILE" | sha256sum -c --quiet - ||
 # memmove), not emscripten's byte- and word-loop memcpy: zlib copies half of all it inflates into its window
 # (a 12 MP RGB PNG converts ~15 ms faster inside workerd; the output is the same).
 CFLAGS=(-O3 -msimd128 -mbulk-memory -msse4.1 -DNDEBUG -DCMS_NO_PTHREADS=1 -I"$SRC" -I"$ZSRC" -I"$LSRC/include" -Wall)
+CFLAGS_CODEC=("${CFLAGS[@]}")
 OBJ="$BUILD/obj"
 rm -rf "$OBJ"
 mkdir -p "$OBJ"
@@ -154,12 +157,18 @@ for file in jdhuff.h jdhuff.c jdphuff.c; do
 done
 [ "$(cat "$JBITS"/jdhuff.h "$JBITS"/jdhuff.c | grep -c 'defined(__wasm__)')" = 2 ] ||
   { echo "libjpeg-turbo's Huffman decoder is not the one the bit-buffer change was written for" >&2; exit 1; }
-# The decoder's files only (the linker drops what jpeg.c does not reach), jdhuff/jdphuff from their copies.
+# The decoder's files only (the linker drops what jpeg.c does not reach), jdhuff/jdphuff from their copies;
+# jsimd_none.c apart, below.
 JFILES=$(printf "$JSRC/%s.c\n" jcomapi jdapimin jdapistd jdatasrc jdcoefct jdcolor jddctmgr jdicc jdinput jdmainct \
   jdmarker jdmaster jdmerge jdpostct jdsample jidctflt jidctfst jidctint jidctred jmemmgr jmemnobs jquant1 jquant2 \
-  jutils jsimd_none)
+  jutils)
 JFILES="$JFILES $JBITS/jdhuff.c $JBITS/jdphuff.c"
 JCFLAGS=(-O3 -msimd128 -mbulk-memory -DNDEBUG -DNO_GETENV -DNO_PUTENV -I"$JCONF" -I"$JSRC")
+# The jsimd.h hooks jpeg-simd.c defines, renamed in jsimd_none.c (its own always-0/empty versions).
+JSIMD_RENAMES=()
+for hook in can_idct_4x4 idct_4x4 can_idct_islow idct_islow can_ycc_rgb ycc_rgb_convert; do
+  JSIMD_RENAMES+=(-Djsimd_$hook=jsimd_none_$hook)
+done
 # sharpyuv/ is part of the encoder in 1.2.4 (its optional sharp RGB->YUV conversion); mux/demux are not needed.
 FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src/enc/*.c "$SRC"/sharpyuv/*.c |
   grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
@@ -179,7 +188,11 @@ printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/gif.c"
 # handling (libjpeg's error_exit unwinds to it; no JS glue involved).
 CFLAGS_STRING="${JCFLAGS[*]}"
 printf '%s\n' $JFILES | xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
-CFLAGS=("${CFLAGS[@]}" -I"$JCONF" -I"$JSRC" -sSUPPORT_LONGJMP=wasm)
+CFLAGS=("${JCFLAGS[@]}" "${JSIMD_RENAMES[@]}")
+compile "$JSRC/jsimd_none.c"
+CFLAGS=("${JCFLAGS[@]}")
+compile "$HERE/jpeg-simd.c"
+CFLAGS=("${CFLAGS_CODEC[@]}" -I"$JCONF" -I"$JSRC" -sSUPPORT_LONGJMP=wasm)
 compile "$HERE/jpeg.c"
 
 # Standalone module: no emscripten JS glue (whose factory is asynchronous and ~20 KB of JS written for

@@ -21,6 +21,7 @@
 
 #include "jpeglib.h"
 #include "jerror.h"
+#include "jpeg-simd.h"
 #include "lcms2.h"
 #include "resize.h"
 
@@ -118,6 +119,7 @@ EXPORT int jpeg_decode(const uint8_t* data, uint32_t size, int scale, Resizer* r
   cinfo.scale_num = (unsigned int)scale;
   cinfo.scale_denom = 8;
   jpeg_start_decompress(&cinfo);
+  jpeg_simd_take_over(&cinfo);
   // RGB rows and transformed CMYK rows are 3 bytes a pixel; the formula writes either layout.
   const int channels_fit = resizer->channels == 3 || (cmyk && ink == NULL);
   if ((int)cinfo.output_width != resizer->source_width || (int)cinfo.output_height != resizer->source_height ||
