@@ -95,10 +95,12 @@ static void cmyk_formula(const uint8_t* in, uint8_t* out, uint32_t width, int in
 
 // Decodes the JPEG data[0..size) at scale/8 (1..8) into `resizer`, whose source size must be libjpeg's
 // scaled size. CMYK rows go through `ink` (a CMYK-to-RGB transform, resizer of 3 channels) or, when it is
-// null, through the formula (`inverted`: an Adobe file). Returns a status above; on success every row of
-// the scaled image has been pushed.
+// null, through the formula (`inverted`: an Adobe file). `max_memory` bounds libjpeg's whole-image buffer,
+// which only a file coded in several scans needs (all its coefficients, 128 bytes per 8x8 block): past it
+// libjpeg would want a backing store, which is an error (JPEG_NO_MEMORY) here. Returns a status above; on
+// success every row of the scaled image has been pushed.
 EXPORT int jpeg_decode(const uint8_t* data, uint32_t size, int scale, Resizer* resizer, cmsHTRANSFORM ink,
-                       int inverted) {
+                       int inverted, uint32_t max_memory) {
   struct jpeg_decompress_struct cinfo;
   ErrorManager errors;
   // Volatile: read after a longjmp, which restores no register.
@@ -112,6 +114,7 @@ EXPORT int jpeg_decode(const uint8_t* data, uint32_t size, int scale, Resizer* r
   }
   jpeg_create_decompress(&cinfo);
   created = 1;
+  cinfo.mem->max_memory_to_use = (long)max_memory;
   jpeg_mem_src(&cinfo, data, size);
   jpeg_read_header(&cinfo, TRUE);
   const int cmyk = cinfo.num_components == 4;
