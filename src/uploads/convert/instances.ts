@@ -130,8 +130,8 @@ export function releaseInstances(): void {
 }
 
 /**
- * Records that this conversion's codec grows past its share (a large WebP): the scratch instance is let go
- * now, and the grown codec by the next JPEG conversion, so the two are never held together.
+ * Records that this conversion's codec grows past its share (a large WebP or baseline JPEG): the scratch
+ * instance is let go now, and the grown codec by the next JPEG conversion, so the two are never held together.
  */
 export function growCodecPastShare(codecs: Codecs): void {
   codecs.releaseScratch();
