@@ -46,12 +46,12 @@ fi
 echo "emcc: $(emcc --version | head -1)"
 
 mkdir -p "$BUILD"
-SRC=$(find "$BUILD" -maxdepth 1 -type d -name "libwebp-$VERSION" | head -1)
-if [ -z "$SRC" ]; then
-  # `apt-get source` needs a deb-src entry for Debian's archive (the same host as the binary packages); add
-  # one unless apt already knows the source package, then fetch and unpack it (dpkg-source applies Debian's
-  # patches). The entry is written whole each time, so running this again changes nothing.
-  if ! apt-cache showsrc libwebp 2>/dev/null | grep -q "^Version: $VERSION-"; then
+# `apt-get source` needs a deb-src entry for Debian's archive (the same host as the binary packages): added
+# unless apt already knows the source package at the pinned version ($1 and its version prefix $2), before
+# a source package is fetched and unpacked (dpkg-source applies Debian's patches). The entry is written whole
+# each time, so running this again changes nothing.
+ensure_source() {
+  if ! apt-cache showsrc "$1" 2>/dev/null | grep -q "^Version: $2"; then
     as_root tee /etc/apt/sources.list.d/debian-bookworm-src.sources >/dev/null <<'SOURCES'
 Types: deb-src
 URIs: http://deb.debian.org/debian
@@ -68,6 +68,10 @@ SOURCES
     as_root apt-get update
   fi
   command -v dpkg-source >/dev/null || as_root apt-get install -y dpkg-dev
+}
+SRC=$(find "$BUILD" -maxdepth 1 -type d -name "libwebp-$VERSION" | head -1)
+if [ -z "$SRC" ]; then
+  ensure_source libwebp "$VERSION-"
   (cd "$BUILD" && apt-get source libwebp)
   SRC=$(find "$BUILD" -maxdepth 1 -type d -name "libwebp-$VERSION" | head -1)
   [ -n "$SRC" ] || { echo "apt-get source did not unpack libwebp-$VERSION (is this Debian bookworm?)" >&2; exit 1; }
@@ -89,6 +93,7 @@ fi
 echo "lcms2: $(head -1 "$LSRC/debian/changelog")"
 JSRC=$(find "$BUILD" -maxdepth 1 -type d -name "libjpeg-turbo-$JPEG_VERSION" | head -1)
 if [ -z "$JSRC" ]; then
+  ensure_source libjpeg-turbo "1:$JPEG_VERSION-"
   (cd "$BUILD" && apt-get source libjpeg-turbo)
   JSRC=$(find "$BUILD" -maxdepth 1 -type d -name "libjpeg-turbo-$JPEG_VERSION" | head -1)
   [ -n "$JSRC" ] || { echo "apt-get source did not unpack libjpeg-turbo-$JPEG_VERSION (is this Debian bookworm?)" >&2; exit 1; }
