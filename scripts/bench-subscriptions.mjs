@@ -45,7 +45,7 @@ const WARMUP = 3;
 const SERVER_WARMUP = 30;
 const SHAPE_BUDGET_MS = 10_000;
 
-const MAIN_STORE = "0b9f3c2e-5a41-4d7e-9c1a-2f6e8d4b7a10";
+export const MAIN_STORE = "0b9f3c2e-5a41-4d7e-9c1a-2f6e8d4b7a10";
 const OTHER_STORE = "7c2d9e14-3b8a-4f61-a5d2-9e0b1c4f8a23";
 const TOKEN = "bench-subscriptions-token-0001";
 
@@ -54,7 +54,7 @@ const TOKEN = "bench-subscriptions-token-0001";
 // ---------------------------------------------------------------------------------------------
 
 /** src/subscriptions bundled for Node: the list's parsing and SQL, and the search key of a row. */
-async function loadAppQueryCode() {
+export async function loadAppQueryCode() {
   const entry = `
     export { SubscriptionListQuery, listRequest } from "./src/subscriptions/filters.ts";
     export { listStatements } from "./src/subscriptions/query.ts";
@@ -230,7 +230,7 @@ function asciiSlug(text) {
 }
 
 /** One store's catalogue and customers, and a generator of its subscriptions. */
-function storeWorld(rng, storeId, customerCount) {
+export function storeWorld(rng, storeId, customerCount) {
   const products = PRODUCT_NAMES.map((name) => ({
     id: rng.uuid(),
     name,
@@ -250,7 +250,7 @@ function storeWorld(rng, storeId, customerCount) {
   return { storeId, products, customers };
 }
 
-function subscriptionRow(rng, world, searchText) {
+export function subscriptionRow(rng, world, searchText) {
   const product = rng.pick(world.products);
   const variant = rng.pick(product.variants);
   const customer = rng.pick(world.customers);
@@ -357,7 +357,7 @@ function loadData(file, searchText) {
 // ---------------------------------------------------------------------------------------------
 
 /** The filter shapes measured: each filter alone, paging extremes, and a few combinations. */
-function shapes({ main, customer }) {
+export function shapes({ main, customer }) {
   const product = main.products[0];
   const variant = main.products[3].variants[1];
   const month = { from: "2026-03-01", to: "2026-03-31" };
@@ -456,7 +456,7 @@ function summary(samples) {
 }
 
 /** Times `run` WARMUP + up to SAMPLES times, stopping early when the shape's budget is spent. */
-async function measure(run) {
+export async function measure(run) {
   for (let i = 0; i < WARMUP; i++) await run();
   const samples = [];
   const deadline = performance.now() + SHAPE_BUDGET_MS;
@@ -487,7 +487,7 @@ async function endpointTimes(url, shape) {
   return { ...times, total };
 }
 
-function sqlTimes(db, statements) {
+export function sqlTimes(db, statements) {
   const page = db.prepare(statements.page.sql);
   const count = db.prepare(statements.count.sql);
   let total = null;

@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { localShardCount, shardBinding, shardedConfigPath, writeShardedConfig } from "./lib/shards.mjs";
 
@@ -69,8 +69,8 @@ export function freePort() {
  * `shards`, each shard of wrangler.shards.toml. wrangler's tables of migrations (printed twice, with a
  * confirmation it answers itself) are kept back unless applying fails.
  */
-export async function applyLocalMigrations(persistTo, { shards = localShardCount } = {}) {
-  const config = shards > 0 ? ["--config", await writeShardedConfig(shards)] : [];
+export async function applyLocalMigrations(persistTo, { shards = localShardCount, config: baseConfig } = {}) {
+  const config = await configArgs(shards, baseConfig);
   for (const binding of ["DB", ...Array.from({ length: shards }, (_, n) => shardBinding(n))]) {
     const args = ["d1", "migrations", "apply", binding, "--local", ...config];
     if (persistTo) args.push("--persist-to", persistTo);
@@ -88,6 +88,18 @@ export async function applyLocalMigrations(persistTo, { shards = localShardCount
       throw new Error(`applying the local D1 migrations to ${binding} failed (${error.message}):\n${output}`);
     }
   }
+}
+
+/**
+ * The `--config` of a local run: the project's wrangler.toml (or `baseConfig`, a copy's) as it is without
+ * shards, else the sharded copy written beside it.
+ */
+async function configArgs(shards, baseConfig) {
+  if (shards > 0) {
+    const path = baseConfig ? join(dirname(baseConfig), "wrangler.shards.toml") : shardedConfigPath;
+    return ["--config", await writeShardedConfig(shards, undefined, path)];
+  }
+  return baseConfig ? ["--config", baseConfig] : [];
 }
 
 async function waitUntilServing(url, child, timeoutMs) {
@@ -111,7 +123,8 @@ async function waitUntilServing(url, child, timeoutMs) {
 
 /**
  * Starts `wrangler dev` with the development fixtures enabled, events allowed to plain `http:` receivers and
- * `shards` local shards (wrangler.shards.toml). Returns its base URL and a stop
+ * `shards` local shards (wrangler.shards.toml). `config` is another wrangler.toml to run (a copy of the
+ * project's: the benches); its sharded copy is written beside it. Returns its base URL and a stop
  * function. `extraArgs` go to `wrangler dev` unchanged.
  */
 export async function startDevServer({
@@ -121,13 +134,14 @@ export async function startDevServer({
   stdio,
   timeoutMs = 90_000,
   shards = localShardCount,
+  config,
 } = {}) {
   // The Worker runs with `shards` local shards (two: SHARD_0, SHARD_1, as in the tests) beside DB; none binds DB
   // only (every store in DB), as plain `wrangler dev` does.
-  await applyLocalMigrations(persistTo, { shards });
+  await applyLocalMigrations(persistTo, { shards, config });
   const args = [
     "dev",
-    ...(shards > 0 ? ["--config", shardedConfigPath] : []),
+    ...(await configArgs(shards, config)),
     "--ip",
     "127.0.0.1",
     "--port",

@@ -4,7 +4,7 @@
 // same configuration with the shard bindings added. It sits beside wrangler.toml because wrangler resolves
 // every path of a configuration from the file's own directory.
 import { readFile, rename, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { projectRoot } from "./wrangler.mjs";
 
 /** Shards of local development and of the tests. */
@@ -41,9 +41,12 @@ export function shardedConfigText(configText, databaseName, count) {
   ].join("\n");
 }
 
-/** Writes wrangler.toml with `count` shards to `path` (wrangler.shards.toml unless given); answers the path. */
+/**
+ * Writes the wrangler.toml beside `path` with `count` shards to `path` (wrangler.shards.toml of the project
+ * unless given; a copy of the project, as the benches run, gets its own); answers the path.
+ */
 export async function writeShardedConfig(count, databaseName = "storefront-checkout", path = shardedConfigPath) {
-  const text = await readFile(join(projectRoot, "wrangler.toml"), "utf8");
+  const text = await readFile(join(dirname(path), "wrangler.toml"), "utf8");
   // Written whole, then renamed: a wrangler started meanwhile by another script reads the old file or the new.
   const partial = `${path}.${process.pid}.tmp`;
   await writeFile(partial, shardedConfigText(text, databaseName, count));

@@ -12,8 +12,8 @@ const megabyte = 1_000_000;
 export const maxQuality = 85;
 
 /**
- * libjpeg-turbo's memory, which is also the decoders' scratch arena (the JPEG file and its M/8-scaled
- * pixels, progressive coefficients, an interlaced PNG's even rows).
+ * The scratch arena (the prebuilt libjpeg-turbo's memory, made only for a progressive JPEG): the file and the
+ * progressive decoder's coefficients. A baseline JPEG decodes inside the codec and needs none.
  */
 export const scratchShareBytes = 40 * megabyte;
 
@@ -21,12 +21,12 @@ export const scratchShareBytes = 40 * megabyte;
 export const libjpegOverheadBytes = 2 * megabyte;
 
 /**
- * What a JPEG's scratch may grow to when its plan (file + M/8 pixels, or file + coefficients) does not fit the
- * share: a 12 MP CMYK file saved at quality 90 (15 MB, beside 27 MB of 6/8-scale CMYK pixels) needs ~42 MB.
- * Bounded so that this scratch, a JPEG conversion's codec (≤ 44.4 MB measured, at 2560 × 2560 with a 3.2 MB
- * profile) and its JS side (the app's heap, the encoded photo, the widths an isolate keeps) stay within
- * ~110 MiB: 46 + 44.4 + ~23 MB. A grown scratch is kept for later JPEGs and let go by the next conversion of
- * another kind (instances.ts), whose codec may fill its whole share.
+ * What a progressive JPEG's scratch may grow to when its plan (file + coefficients) does not fit the share: a
+ * 24 MP 4:4:4 file of 17 MB beside its 26.3 MB of coefficients needs ~44 MB. Bounded so that this scratch, a
+ * JPEG conversion's codec (≤ 44.4 MB measured, at 2560 × 2560 with a 3.2 MB profile) and its JS side (the
+ * app's heap, the encoded photo, the widths an isolate keeps) stay within ~110 MiB: 46 + 44.4 + ~23 MB. A
+ * grown scratch is kept for later JPEGs and let go by the next conversion of another kind (instances.ts),
+ * whose codec may fill its whole share.
  */
 export const largeJpegScratchBytes = 46 * megabyte;
 
@@ -46,6 +46,13 @@ export const codecShareBytes = 48 * megabyte;
  * never holds this beside the scratch.
  */
 export const largeWebpCodecBytes = 81 * megabyte;
+
+/**
+ * What a baseline JPEG's decoding may take of the codec's memory past its share, for the same reason and on
+ * the same terms as a large WebP: the file is read whole beside the target (a 12 MP file with 30 MB of other
+ * segments does not fit the share), the scratch is let go first, and the grown codec by the next JPEG.
+ */
+export const largeJpegCodecBytes = largeWebpCodecBytes;
 
 /**
  * Largest `MAX_IMAGE_EDGE` the plan holds: a 2560 × 2560 target and its encoding fit the codec's share with

@@ -223,3 +223,37 @@ export function gifDecoder(exports: CodecExports, plan: GifDecoderPlan, resizer:
     free: () => exports.gif_free(handle),
   };
 }
+
+/** What jpeg.c's decoder answers (`decodeJpeg`). */
+export const jpegStatus = {
+  ok: 0,
+  /** A fatal libjpeg error or a warning (corrupt data, data that ends early): refused, as sharp does. */
+  damaged: -1,
+  /** libjpeg's buffers do not fit: its whole-image buffer (a file coded in several scans) past the bound. */
+  outOfMemory: -2,
+  /** libjpeg's scaled size is not the resizer's source size (a frame header it read differently). */
+  sizeMismatch: -3,
+} as const;
+
+/** How jpeg.c decodes a baseline JPEG (`WebpCodec.decodeJpeg`). */
+export type JpegDecodePlan = {
+  /** libjpeg's scale: `scale`/8, 1 to 8. */
+  scale: number;
+  /** A CMYK-to-RGB transform for CMYK rows (the resizer then takes 3 channels); 0 for the plain formula. */
+  ink: number;
+  /** Adobe CMYK: stored inverted (255 = no ink). */
+  inverted: boolean;
+  /** Bound of libjpeg's allocations, its whole-image buffer (a file coded in several scans) among them. */
+  maxMemory: number;
+};
+
+export function decodeJpeg(
+  exports: CodecExports,
+  file: number,
+  size: number,
+  resizer: CodecResizer,
+  plan: JpegDecodePlan,
+): number {
+  const { scale, ink, inverted, maxMemory } = plan;
+  return exports.jpeg_decode(file, size, scale, resizer.handle, ink, inverted ? 1 : 0, Math.max(1, maxMemory));
+}

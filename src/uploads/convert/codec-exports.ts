@@ -1,4 +1,7 @@
-/** The codec module's exports (wasm/webp: codec.c, png.c, gif.c, resize.c, colour.c), as the Worker calls them. */
+/**
+ * The codec module's exports (wasm/webp: codec.c, png.c, gif.c, jpeg.c, resize.c, colour.c), as the Worker calls
+ * them.
+ */
 export type CodecExports = {
   memory: WebAssembly.Memory;
   malloc(size: number): number;
@@ -69,6 +72,15 @@ export type CodecExports = {
   lossless_room(stream: number): number;
   lossless_feed(stream: number, count: number): number;
   lossless_free(stream: number): void;
+  jpeg_decode(
+    file: number,
+    size: number,
+    scale: number,
+    resizer: number,
+    ink: number,
+    inverted: number,
+    maxMemory: number,
+  ): number;
   _initialize(): void;
 };
 
@@ -76,13 +88,14 @@ export type CodecExports = {
 export type CodecInstance = { exports: CodecExports; output: { sink: Uint8Array[] | null } };
 
 /**
- * Instantiates the module synchronously with its two host functions, and runs its C constructors once (a
- * reactor module).
+ * Instantiates the module synchronously with its host functions, and runs its C constructors once (a reactor
+ * module).
  */
 export function instantiateCodec(module: WebAssembly.Module): CodecInstance {
   let memory: WebAssembly.Memory | undefined;
   // The pieces of the file being encoded; write_output copies into it as libwebp writes.
   const output: { sink: Uint8Array[] | null } = { sink: null };
+  let tempRet0 = 0;
   const instance = new WebAssembly.Instance(module, {
     env: {
       write_output: (pointer: number, size: number) => {
@@ -92,6 +105,12 @@ export function instantiateCodec(module: WebAssembly.Module): CodecInstance {
       },
       // Views are taken fresh from memory.buffer on every use, so there is nothing to refresh.
       emscripten_notify_memory_growth: () => {},
+      // emscripten's setjmp support (jpeg.c's recovery from libjpeg's errors) passes a second return value
+      // through these; its own JS runtime would provide them.
+      getTempRet0: () => tempRet0,
+      setTempRet0: (value: number) => {
+        tempRet0 = value;
+      },
     },
   });
   const exports = instance.exports as unknown as CodecExports;

@@ -30,6 +30,9 @@ export function profileWorkBytes(size: number): number {
   return 2_000_000 + Math.ceil(6.5 * size);
 }
 
+/** Size of the built-in CMYK profile (libvips's, in the codec's static data, build.sh): its transform's work. */
+export const cmykFallbackProfileBytes = 961_644;
+
 /** The transform for a decoded image: RGB and grey are applied in place to the target after resizing. */
 export type ColourTransform = { handle: number; kind: ColourKind };
 
@@ -52,13 +55,17 @@ function joinJpegProfile(codec: WebpCodec, segments: IccSegment[]): { pointer: n
     size += segment.data.length;
   }
   if (size > maxProfileBytes) return null;
+  // Segments may be views of the codec's own memory (a baseline JPEG is read there), which the malloc may
+  // grow, detaching them: they are found again by their place.
+  const memory = codec.heap(0, 0).buffer;
+  const places = (ordered as Uint8Array[]).map((data) => ({ data, at: data.byteOffset, length: data.length }));
   const pointer = codec.malloc(size);
   if (pointer === 0) return null;
   const target = codec.heap(pointer, size);
   let at = 0;
-  for (const data of ordered as Uint8Array[]) {
-    target.set(data, at);
-    at += data.length;
+  for (const place of places) {
+    target.set(place.data.buffer === memory ? codec.heap(place.at, place.length) : place.data, at);
+    at += place.length;
   }
   return { pointer, size };
 }

@@ -28,11 +28,16 @@ export async function readWhole(input: ImageInput, target: Uint8Array, truncated
     return;
   }
   const reader = await openReader(input, truncated);
+  await readRest(reader, target);
+  await reader.cancel();
+}
+
+/** Reads what `reader` has not consumed yet (the whole file when it consumed nothing) into `target`. */
+export async function readRest(reader: ByteReader, target: Uint8Array): Promise<void> {
   let at = 0;
   while (at < target.length) {
     const piece = await reader.takeSome(target.length - at);
     target.set(piece, at);
     at += piece.length;
   }
-  await reader.cancel();
 }

@@ -10,11 +10,12 @@ import codecWasm from "./webp-codec.wasm";
  * The two WebAssembly instances an isolate keeps, and what each one's memory holds. WebAssembly memory
  * never shrinks, so the isolate carries each instance's high-water mark; admission keeps each under its
  * share whatever the sequence of images (docs/conversion.md):
- * - `codec` (our build of libwebp, zlib's inflate, png.c, gif.c and resize.c): the target image, the resizer,
- *   the PNG and GIF decoders and an interlaced image's even rows, the WebP input file, and the encoder's work. The target
- *   is written there by the resizer, so the encoder takes it in place and frees it.
- * - `turbo` (libjpeg-turbo): the scratch arena of the JPEG decoders: the file and its M/8-scaled pixels,
- *   progressive coefficients. One block malloc'd at creation and handed out
+ * - `codec` (our build of libwebp, zlib's inflate, libjpeg-turbo's decoder, png.c, gif.c, jpeg.c and resize.c):
+ *   the target image, the resizer, the PNG, GIF and baseline JPEG decoders (a baseline JPEG file too) and an
+ *   interlaced image's even rows, the WebP input file, and the encoder's work. The target is written there by
+ *   the resizer, so the encoder takes it in place and frees it.
+ * - `turbo` (the prebuilt libjpeg-turbo, created for the first progressive JPEG): the scratch arena of the
+ *   progressive decoder: the file and its coefficients. One block malloc'd at creation and handed out
  *   by a bump pointer per conversion, because libjpeg's small lifelong allocations between large freed
  *   buffers fragmented the heap (measured: 46 MB instead of ~31 over a sequence).
  */
@@ -130,8 +131,8 @@ export function releaseInstances(): void {
 }
 
 /**
- * Records that this conversion's codec grows past its share (a large WebP): the scratch instance is let go
- * now, and the grown codec by the next JPEG conversion, so the two are never held together.
+ * Records that this conversion's codec grows past its share (a large WebP or baseline JPEG): the scratch
+ * instance is let go now, and the grown codec by the next JPEG conversion, so the two are never held together.
  */
 export function growCodecPastShare(codecs: Codecs): void {
   codecs.releaseScratch();

@@ -1,3 +1,4 @@
+import type { ByteReader } from "./byte-reader";
 import { UnconvertibleImageError } from "./errors";
 import { exifOrientation, type Orientation } from "./exif";
 
@@ -160,4 +161,67 @@ function readFrame(body: Uint8Array, progressive: boolean, corrupt: (why: string
  */
 export function cmykChannel(ink: number, black: number, adobeInverted: boolean): number {
   return adobeInverted ? (ink * black) / 255 : ((255 - ink) * (255 - black)) / 255;
+}
+
+/** A JPEG's first frame header, found before the file is read (`findJpegFrame`). */
+export type JpegFrame = { progressive: boolean; width: number; height: number };
+
+/** `count` bytes of a JPEG from `position` (null past its end), or "undecided" past what may be looked at. */
+type JpegBytes = (position: number, count: number) => Promise<Uint8Array | null | "undecided">;
+
+/** The first `limit` bytes of the file `reader` reads, buffered and left unconsumed (read whole afterwards). */
+export function jpegPrefix(reader: ByteReader, limit: number): JpegBytes {
+  return async (position, count) => {
+    if (position + count > limit) return "undecided";
+    return (await reader.ensure(position + count)) ? reader.buffered().subarray(position, position + count) : null;
+  };
+}
+
+/** The whole file `reader` reads, forwards (positions only grow): what is stepped over is not kept. */
+export function jpegWalk(reader: ByteReader): JpegBytes {
+  return async (position, count) => {
+    while (reader.position < position) {
+      if (!(await reader.ensure(1))) return null;
+      reader.takeBuffered(Math.min(reader.available, position - reader.position));
+    }
+    return (await reader.ensure(count)) ? reader.buffered().subarray(0, count) : null;
+  };
+}
+
+/**
+ * The first frame header (SOF0-2) of a JPEG, walking its markers as readJpegHeader does, without reading any
+ * segment's body but the frame's. Null when the image data, the end or another kind of frame comes first (the
+ * caller then lets readJpegHeader say what the file is); "undecided" when the source's limit comes first.
+ */
+export async function findJpegFrame(bytes: JpegBytes): Promise<JpegFrame | null | "undecided"> {
+  const start = await bytes(0, 2);
+  if (start === "undecided") return start;
+  if (start?.[0] !== 0xff || start[1] !== 0xd8) return null;
+  let pos = 2;
+  for (;;) {
+    const head = await bytes(pos, 4);
+    if (head === "undecided" || head === null) return head;
+    const marker = head[1] as number;
+    // Stray bytes and fill bytes (0xFF runs) are stepped over, as readJpegHeader does.
+    if (head[0] !== 0xff || marker === 0xff) {
+      pos += 1;
+      continue;
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) {
+      pos += 2;
+      continue;
+    }
+    if (marker >= 0xc0 && marker <= 0xc2) {
+      const body = await bytes(pos + 4, 5);
+      if (body === "undecided" || body === null) return body;
+      return {
+        progressive: marker === 0xc2,
+        height: ((body[1] as number) << 8) | (body[2] as number),
+        width: ((body[3] as number) << 8) | (body[4] as number),
+      };
+    }
+    const length = ((head[2] as number) << 8) | (head[3] as number);
+    if (marker === 0xd9 || marker === 0xda || marker in unsupportedFrames || length < 2) return null;
+    pos += 2 + length;
+  }
 }

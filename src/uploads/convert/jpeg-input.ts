@@ -1,12 +1,14 @@
-import { formatMegabytes } from "./budget";
-import { type ColourTransform, jpegColourTransform } from "./colour";
+import { codecShareBytes, formatMegabytes, largeJpegCodecBytes } from "./budget";
+import type { ByteReader } from "./byte-reader";
+import { jpegStatus } from "./codec-decoders";
+import { type ColourTransform, cmykFallbackProfileBytes, jpegColourTransform, profileWorkBytes } from "./colour";
 import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
-import { type ImageInput, inputSize, readWhole } from "./input";
-import { largeJpegScratchBlockBytes } from "./instances";
-import { cmykChannel, type JpegHeader, readJpegHeader } from "./jpeg-header";
-import { decompressInto, heapBytes, pixelFormat } from "./native";
-import { type Context, refuseSourcePixels, streamRows, tooLarge } from "./pipeline";
+import { type ImageInput, inputSize, openReader, readRest } from "./input";
+import { growCodecPastShare, largeJpegScratchBlockBytes } from "./instances";
+import { findJpegFrame, type JpegFrame, type JpegHeader, jpegPrefix, jpegWalk, readJpegHeader } from "./jpeg-header";
+import { heapBytes } from "./native";
+import { type Context, createResizer, refuseSourcePixels, streamRows, tooLarge } from "./pipeline";
 import { decodeProgressive, progressiveStorageBytes } from "./progressive";
 import { fitWithin } from "./resize";
 
@@ -26,22 +28,59 @@ function coveringScale(width: number, height: number, target: { width: number; h
 }
 
 /**
- * JPEG: the decoders need the whole file, read into scratch once its size is admitted. Baseline files go to
- * libjpeg-turbo, which decodes straight to the smallest M/8 scale covering the target (a 24 MP photo never
- * exists at full size); progressive files to the pipeline's own decoder (progressive/), which keeps only
- * the coefficients an N/8-scale IDCT needs. Both then stream rows into the target.
+ * JPEG: the decoders need the whole file. Its frame header, found before the file is read, says where it goes:
+ * a baseline file into the codec's memory, where libjpeg-turbo (jpeg.c) decodes it at the smallest M/8 scale
+ * covering the target and hands its rows straight to the resizer (a 24 MP photo never exists at full size,
+ * nor does its M/8 image: only a strip of rows); a progressive file into the scratch, for the pipeline's own
+ * decoder (progressive/), which keeps only the coefficients an N/8-scale IDCT needs.
  */
 export async function decodeJpeg(input: ImageInput, context: Context): Promise<Orientation> {
   const size = inputSize(input);
+  if (size > maxJpegFileBytes)
+    throw new ImageTooLargeError(
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(maxJpegFileBytes)} for a JPEG.`,
+    );
+  const reader = await openReader(input, truncatedJpeg);
+  try {
+    // Looked for in the first bytes, which the reader buffers anyway and the whole file is then read from; past
+    // `jpegPeekBytes` of other segments (a large profile), by a second read walking the markers.
+    let frame = await findJpegFrame(jpegPrefix(reader, jpegPeekBytes));
+    if (frame === "undecided") {
+      const walker = await openReader(input, truncatedJpeg);
+      try {
+        frame = await findJpegFrame(jpegWalk(walker));
+      } finally {
+        await walker.cancel();
+      }
+    }
+    if (frame !== null && frame !== "undecided" && !frame.progressive)
+      return await decodeBaselineJpeg(reader, size, frame, context);
+    return await decodeJpegInScratch(reader, size, context);
+  } finally {
+    await reader.cancel();
+  }
+}
+
+/** Largest JPEG file: a baseline one beside the smallest target within the large-JPEG allowance. */
+const maxJpegFileBytes = largeJpegCodecBytes - 2_000_000;
+
+/** How far into the file the frame header is looked for in what the reader buffers before the file is read. */
+const jpegPeekBytes = 1_048_576;
+
+/** Progressive JPEG (or no frame header found: readJpegHeader says why): the file into the scratch. */
+async function decodeJpegInScratch(reader: ByteReader, size: number, context: Context): Promise<Orientation> {
   if (!context.roomFor(size))
     throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(largeJpegScratchBlockBytes)} for a JPEG.`,
+      `The image is too large to convert: the ${formatMegabytes(size)} file exceeds the limit of ${formatMegabytes(largeJpegScratchBlockBytes)} for a progressive JPEG.`,
     );
   const bytes = context.scratch(size);
-  await readWhole(input, bytes, truncatedJpeg);
+  await readRest(reader, bytes);
   context.tick();
   const header = readJpegHeader(bytes);
   refuseSourcePixels(header.width, header.height);
+  // findJpegFrame walks the markers as readJpegHeader does: a baseline frame was found before reading.
+  if (!header.progressive)
+    throw new UnconvertibleImageError("The JPEG file cannot be read: its frame header cannot be read.");
   // Made before decoding: the profile's segments are views of the file, and lcms's parsing memory is freed
   // before the target is allocated.
   const colour = jpegColourTransform(
@@ -53,8 +92,7 @@ export async function decodeJpeg(input: ImageInput, context: Context): Promise<O
   const ink = colour && header.components.length === 4 ? colour : null;
   if (!ink) context.colour = colour;
   try {
-    if (header.progressive) await decodeProgressiveJpeg(bytes, header, context, ink);
-    else await decodeBaselineJpeg(bytes, header, context, ink);
+    await decodeProgressiveJpeg(bytes, header, context, ink);
   } finally {
     if (ink) context.codecs.codec.freeColour(ink.handle);
   }
@@ -62,74 +100,114 @@ export async function decodeJpeg(input: ImageInput, context: Context): Promise<O
 }
 
 /**
- * Baseline JPEG. CMYK rows go through `ink`, the embedded (or built-in) profile's transform, when there is
- * one; the plain formula is only left for a codec whose memory cannot hold the transform.
+ * What a baseline decode holds in the codec beside the file and the target: the resizer (a few rows of
+ * floats), libjpeg's buffers (an MCU row of each component, one output strip), an ink row and a kept CMYK
+ * transform (0.5 MB). Measured under 1 MB at 24 MP.
+ */
+const jpegDecoderOverheadBytes = 2_000_000;
+
+/**
+ * Baseline JPEG, inside the codec: the file read whole beside the target, libjpeg-turbo's rows straight into
+ * the resizer (jpeg.c). Admitted from the frame header and the file's size before anything is read: file +
+ * target + decoder within the codec's share, or within the large-JPEG allowance with the scratch instance let
+ * go (and the grown codec by the next JPEG, as for a large WebP).
  */
 async function decodeBaselineJpeg(
-  file: Uint8Array,
-  header: JpegHeader,
+  reader: ByteReader,
+  size: number,
+  frame: JpegFrame,
   context: Context,
-  ink: ColourTransform | null,
-): Promise<void> {
-  // Where the file is: growing the scratch (roomFor) grows its memory, which detaches `file`.
-  const fileAt = file.byteOffset;
-  const fileSize = file.length;
-  const { width, height } = header;
+): Promise<Orientation> {
+  const codec = context.codecs.codec;
+  const { width, height } = frame;
+  refuseSourcePixels(width, height);
   const target = fitWithin(width, height, context.maxEdge);
+  const need = size + target.width * target.height * 4 + jpegDecoderOverheadBytes;
+  const limit = need <= codecShareBytes ? codecShareBytes : largeJpegCodecBytes;
+  if (need > limit)
+    throw new ImageTooLargeError(
+      `The image is too large to convert: the ${formatMegabytes(size)} file does not fit beside its ${target.width} × ${target.height} result in the ${formatMegabytes(limit)} a baseline JPEG may use.`,
+    );
+  if (limit > codecShareBytes) growCodecPastShare(context.codecs);
+  const file = codec.malloc(size);
+  if (file === 0) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
+  try {
+    await readRest(reader, codec.heap(file, size));
+    context.tick();
+    const header = readJpegHeader(codec.heap(file, size));
+    if (header.progressive || header.width !== width || header.height !== height)
+      throw new UnconvertibleImageError("The JPEG file cannot be read: its frame header cannot be read.");
+    const ink = baselineColour(header, size, limit, context);
+    try {
+      const budget = limit - need + jpegDecoderOverheadBytes / 2;
+      decodeBaselineRows({ pointer: file, size }, header, target, { ink, budget }, context);
+    } finally {
+      if (ink) codec.freeColour(ink.handle);
+    }
+    return header.orientation;
+  } finally {
+    codec.free(file);
+  }
+}
+
+/**
+ * The baseline file's colour transform, made beside the file before the target exists: a grey or RGB one
+ * goes to `context.colour` (applied to the target), a CMYK one is returned for the rows (`ink`). A profile
+ * whose work would not fit beside the file within `limit` is ignored, and a CMYK file then keeps the plain
+ * formula when the built-in profile's work would not fit either.
+ */
+function baselineColour(header: JpegHeader, size: number, limit: number, context: Context): ColourTransform | null {
+  const cmyk = header.components.length === 4;
+  const adobe = header.adobeTransform !== null;
+  const profileBytes = header.iccSegments.reduce((total, segment) => total + segment.data.length, 0);
+  const fits = (bytes: number) => size + profileWorkBytes(bytes) <= limit;
+  const segments = fits(profileBytes) ? header.iccSegments : [];
+  if (cmyk && !fits(cmykFallbackProfileBytes)) return null;
+  const colour = jpegColourTransform(context.codecs.codec, segments, header.components.length, adobe);
+  if (cmyk) return colour;
+  context.colour = colour;
+  return null;
+}
+
+/**
+ * Creates the resizer and its target and has jpeg.c decode the file at `file` into them. `budget` bounds
+ * libjpeg's own allocations: what is left of the codec's allowance, which a file coded in several scans (its
+ * whole-image coefficient buffer) may not fit.
+ */
+function decodeBaselineRows(
+  file: { pointer: number; size: number },
+  header: JpegHeader,
+  target: { width: number; height: number },
+  plan: { ink: ColourTransform | null; budget: number },
+  context: Context,
+): void {
+  const { width, height } = header;
   const m = coveringScale(width, height, target);
   const cmyk = header.components.length === 4;
-  // Three bytes a pixel unless CMYK: a 24 MP file's M/8 pixels then fit beside the file.
-  const channels = cmyk ? 4 : 3;
-  const outWidth = scaled(width, m);
-  const outHeight = scaled(height, m);
-  const need = outWidth * outHeight * channels;
-  if (!context.roomFor(need)) {
-    throw new ImageTooLargeError(
-      `The image is too large to convert: the ${formatMegabytes(fileSize)} file leaves ${formatMegabytes(largeJpegScratchBlockBytes - fileSize)} of the ${formatMegabytes(largeJpegScratchBlockBytes)} a JPEG of ${width} × ${height} pixels may use, and it needs ${formatMegabytes(need)} more.`,
-    );
-  }
-  const bytes = heapBytes(context.codecs.turbo, fileAt, fileSize);
-  const destination = context.scratch(need).byteOffset;
-  decompressInto(
-    context.codecs.turbo,
-    bytes.byteOffset,
-    bytes.length,
-    destination,
-    outWidth,
-    outHeight,
-    cmyk ? pixelFormat.cmyk : pixelFormat.rgb,
-    channels,
-  );
-  // libjpeg's own buffers may have grown its memory, detaching views taken before the decode.
-  const decoded = heapBytes(context.codecs.turbo, destination, need);
-  const inverted = header.adobeTransform !== null;
-  const rowBytes = outWidth * channels;
-  const cmykRow = cmyk && !ink ? new Uint8Array(outWidth * 4) : null;
+  // RGB rows, or CMYK rows turned RGB by the ink transform: 3 bytes a pixel; the formula writes RGBA.
   // The target keeps the original's proportions (the M/8 scale rounds up its edges).
-  await streamRows(
-    context,
-    outWidth,
-    outHeight,
-    true,
-    (push) => {
-      for (let y = 0; y < outHeight; y += 1) {
-        const source = decoded.subarray(y * rowBytes, (y + 1) * rowBytes);
-        if (!cmykRow) {
-          push(source);
-          continue;
-        }
-        for (let x = 0, i = 0; x < outWidth; x += 1, i += 4) {
-          const k = source[i + 3] as number;
-          cmykRow[i] = Math.round(cmykChannel(source[i] as number, k, inverted));
-          cmykRow[i + 1] = Math.round(cmykChannel(source[i + 1] as number, k, inverted));
-          cmykRow[i + 2] = Math.round(cmykChannel(source[i + 2] as number, k, inverted));
-          cmykRow[i + 3] = 255;
-        }
-        push(cmykRow);
-      }
-    },
-    { size: target, channels: cmyk ? 4 : 3, ink: ink ?? undefined },
-  );
+  const resizer = createResizer(context, scaled(width, m), scaled(height, m), {
+    opaque: true,
+    channels: cmyk && !plan.ink ? 4 : 3,
+    size: target,
+  });
+  try {
+    context.tick();
+    const status = context.codecs.codec.decodeJpeg(file.pointer, file.size, resizer, {
+      scale: m,
+      ink: plan.ink?.handle ?? 0,
+      inverted: header.adobeTransform !== null,
+      maxMemory: plan.budget,
+    });
+    if (status === jpegStatus.outOfMemory)
+      throw new ImageTooLargeError(
+        `The image is too large to convert: its image data is coded in several scans, which needs more memory than a JPEG of ${width} × ${height} pixels may use beside its ${formatMegabytes(file.size)} file.`,
+      );
+    if (status !== jpegStatus.ok || resizer.rowsPushed !== scaled(height, m))
+      throw new UnconvertibleImageError("The JPEG file is damaged: its image data cannot be decoded.");
+  } finally {
+    resizer.free();
+  }
 }
 
 async function decodeProgressiveJpeg(

@@ -70,9 +70,10 @@ type TurboExports = {
 export const pixelFormat = { rgb: 0, rgba: 7, cmyk: 11 } as const;
 
 /**
- * One libjpeg-turbo instance. Its linear memory is also the pixel arena of every conversion: buffers the
- * pipeline needs (decoded rows, the target image, progressive coefficients) are malloc'd here, so the
- * isolate's footprint is this memory's high-water mark, not whatever the garbage collector has not freed yet.
+ * One libjpeg-turbo instance. Its linear memory is the progressive decoder's scratch arena (the file and its
+ * coefficients are malloc'd here), so the isolate's footprint is this memory's high-water mark, not whatever
+ * the garbage collector has not freed yet. Baseline JPEGs decode in the codec's own libjpeg-turbo (jpeg.c);
+ * this one's decompressor (`decompressInto`) is the tests' reference decoder.
  */
 export type JpegTurbo = {
   readonly exports: TurboExports & Allocator;

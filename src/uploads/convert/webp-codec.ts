@@ -3,8 +3,10 @@ import {
   type CodecLosslessStream,
   type CodecPngDecoder,
   type CodecResizer,
+  decodeJpeg,
   type GifDecoderPlan,
   gifDecoder,
+  type JpegDecodePlan,
   losslessStream,
   type PngDecoderPlan,
   pngDecoder,
@@ -14,12 +16,13 @@ import { instantiateCodec } from "./codec-exports";
 import { createEncoder, type WebpEncodeOptions } from "./webp-encode";
 
 /**
- * Our libwebp build (wasm/webp: Debian's libwebp 1.2.4 + codec.c, `npm run build:wasm`): decoder and
- * encoder in one linear memory, so the pipeline decodes, resizes and encodes without copying pixels out.
+ * Our libwebp build (wasm/webp: Debian's libwebp 1.2.4 + codec.c, with libjpeg-turbo's baseline decoder,
+ * zlib's inflate and Little CMS, `npm run build:wasm`): decoders and encoder in one linear memory, so the
+ * pipeline decodes, resizes and encodes without copying pixels out.
  *
  * The module is standalone (no emscripten JS runtime): the Worker gets it as a compiled module (wrangler's
- * CompiledWasm rule) and instantiates it synchronously with two host functions (codec-exports.ts), the way native.ts
- * loads the wasi builds. Its memory starts at 2 MiB and grows by exactly what malloc asks for, up to the
+ * CompiledWasm rule) and instantiates it synchronously with four host functions (codec-exports.ts), the way
+ * native.ts loads the wasi builds. Its memory starts at 2 MiB and grows by exactly what malloc asks for, up to the
  * cap set in build.sh (80 MiB); it never shrinks, so the instance costs its high-water mark for its life.
  *
  * The raw exports and their instantiation are in codec-exports.ts, the row decoders' wrappers in
@@ -127,6 +130,11 @@ export type WebpCodec = {
   /** A PNG data decoder handing its rows to `resizer` (whose source size is the image's); null without memory. */
   createPngDecoder(plan: PngDecoderPlan, resizer: CodecResizer): CodecPngDecoder | null;
   /**
+   * Decodes the baseline JPEG at `file` (`size` bytes, in this memory) with libjpeg-turbo at `plan.scale`/8
+   * straight into `resizer`, whose source size must be that scale's (jpeg.c); returns a `jpegStatus`.
+   */
+  decodeJpeg(file: number, size: number, resizer: CodecResizer, plan: JpegDecodePlan): number;
+  /**
    * A GIF frame decoder handing the screen's rows to `resizer` (whose source size is the screen's, four
    * channels); null without memory. An interlaced frame keeps its visible even rows, one byte a pixel.
    */
@@ -197,6 +205,7 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     createResizer: (sourceWidth, sourceHeight, targetWidth, targetHeight, out, options) =>
       resizer(exports, sourceWidth, sourceHeight, targetWidth, targetHeight, out, options),
     createPngDecoder: (plan, resizer) => pngDecoder(exports, plan, resizer),
+    decodeJpeg: (file, size, resizer, plan) => decodeJpeg(exports, file, size, resizer, plan),
     createGifDecoder: (plan, resizer) => gifDecoder(exports, plan, resizer),
     createColourTransform: (profile, size, kind) => exports.colour_create(profile, size, kind),
     applyColour: (transform, input, output, count) => exports.colour_apply(transform, input, output, count),

@@ -7,7 +7,13 @@ import {
   ImageTooLargeError,
   UnconvertibleImageError,
 } from "../../../src/uploads/convert";
-import { codecShareBytes, largeJpegScratchBytes, scratchShareBytes } from "../../../src/uploads/convert/budget";
+import {
+  codecShareBytes,
+  largeJpegCodecBytes,
+  largeJpegScratchBytes,
+  scratchShareBytes,
+} from "../../../src/uploads/convert/budget";
+import { chunked } from "./hostile-images";
 import {
   concat,
   decodeWebp,
@@ -446,6 +452,16 @@ describe("GIF, BMP and WebP input", () => {
   });
 });
 
+/** `jpeg` with `padding` bytes of APP15 segments after its SOI: a larger file with the same image. */
+function padJpeg(jpeg: Uint8Array, padding: number): Uint8Array {
+  const segments: Uint8Array[] = [jpeg.subarray(0, 2)];
+  for (let left = padding; left > 0; left -= 65_533) {
+    const body = Math.min(left, 65_533);
+    segments.push(Uint8Array.of(0xff, 0xef, (body + 2) >> 8, (body + 2) & 255), new Uint8Array(body));
+  }
+  return concat([...segments, jpeg.subarray(2)]);
+}
+
 describe("admission and memory", () => {
   it("runs concurrent calls one at a time and all of them succeed", async () => {
     const jpeg = await encodeJpeg(photoLike(500, 500), 500, 500, { progressive: true });
@@ -507,38 +523,52 @@ describe("admission and memory", () => {
     }
   });
 
-  it("converts a JPEG whose file and M/8 pixels exceed the scratch by growing it in place within largeJpegScratchBytes; the next PNG lets go of it", {
+  it("decodes a baseline JPEG inside the codec, without a scratch; one whose file does not fit beside its target in the codec's share converts within largeJpegCodecBytes, the scratch let go", {
     timeout: 120_000,
   }, async () => {
-    // A 12 MP baseline JPEG (6.75 MP of RGB at 6/8: 20.3 MB) behind 20 MB of APP15 segments: a 40 MB plan, the
-    // size of a 12 MP CMYK file saved at quality 90 (15 MB beside 27 MB of CMYK pixels).
+    // A 12 MP baseline JPEG behind 30 MB of APP15 segments: 33 MB of file beside a 19.7 MB target.
     const jpeg = await encodeJpeg(photoLike(4000, 3000), 4000, 3000, { progressive: false, quality: 90 });
-    const padded = (padding: number) => {
-      const segments: Uint8Array[] = [jpeg.subarray(0, 2)];
-      for (let left = padding; left > 0; left -= 65_533) {
-        const body = Math.min(left, 65_533);
-        segments.push(Uint8Array.of(0xff, 0xef, (body + 2) >> 8, (body + 2) & 255), new Uint8Array(body));
-      }
-      return concat([...segments, jpeg.subarray(2)]);
-    };
+    const progressive = await encodeJpeg(photoLike(64, 64), 64, 64, { progressive: true });
+    await convertToWebp(progressive, "jpeg", { maxEdge: 64 });
+    expect(codecMemory().scratch).toBeGreaterThan(0);
+    const plain = await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+    expect(codecMemory().lastConversionCodec).toBeLessThanOrEqual(codecShareBytes);
+    const large = padJpeg(jpeg, 30_000_000);
+    expect(large.length + 2560 * 1920 * 4).toBeGreaterThan(codecShareBytes);
+    const out = await convertToWebp(chunked(large, 65_536), "jpeg", { maxEdge: 2560 });
+    expect([out.width, out.height]).toEqual([2560, 1920]);
+    expect(out.bytes).toEqual(plain.bytes);
+    const grown = codecMemory();
+    expect(grown.scratch).toBe(0); // never held beside a codec past its share
+    expect(grown.lastConversionCodec).toBeGreaterThan(codecShareBytes);
+    expect(grown.lastConversionCodec).toBeLessThanOrEqual(2 * 1_048_576 + largeJpegCodecBytes);
+    // Past the allowance: refused from the frame header and the file's size, before the file is read whole.
+    await expect(convertToWebp(padJpeg(jpeg, 60_000_000), "jpeg", { maxEdge: 2560 })).rejects.toThrow(
+      /the 6[0-9.]+ MB file does not fit beside its 2560 × 1920 result in the 81\.0 MB a baseline JPEG may use/,
+    );
+    // The next JPEG starts from fresh instances, its codec back within its share.
+    await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
+    expect(codecMemory().codec).toBeLessThanOrEqual(codecShareBytes);
+  });
+
+  it("converts a progressive JPEG whose file and coefficients exceed the scratch by growing it in place within largeJpegScratchBytes; the next PNG lets go of it", {
+    timeout: 120_000,
+  }, async () => {
+    // A 12 MP progressive JPEG (21.6 MB of coefficients at 4:2:0) behind 15 MB of APP15 segments: a 40 MB plan.
+    const jpeg = await encodeJpeg(photoLike(4000, 3000), 4000, 3000, { progressive: true, quality: 90 });
     const plain = await convertToWebp(jpeg, "jpeg", { maxEdge: 2560 });
     const before = codecMemory().scratch;
     expect(before).toBeLessThanOrEqual(scratchShareBytes);
-    const large = padded(20_000_000);
-    expect(large.length + 3000 * 2250 * 3).toBeGreaterThan(scratchShareBytes);
+    const large = padJpeg(jpeg, 15_000_000);
     const out = await convertToWebp(large, "jpeg", { maxEdge: 2560 });
     expect([out.width, out.height]).toEqual([2560, 1920]);
     expect(out.bytes).toEqual(plain.bytes); // the file kept its bytes while the block grew under it
     const grown = codecMemory();
     expect(grown.scratch).toBeGreaterThan(before);
     expect(grown.scratch).toBeLessThanOrEqual(largeJpegScratchBytes);
-    // The scratch grew by what the plan needed beyond its block, not by a second block.
-    expect(grown.scratch - before).toBeLessThan(
-      large.length + 3000 * 2250 * 3 - (scratchShareBytes - 2_000_000) + 1_048_576,
-    );
     // Past the allowance: refused, naming the limit, and the scratch stays as it was.
-    await expect(convertToWebp(padded(30_000_000), "jpeg", { maxEdge: 2560 })).rejects.toThrow(
-      /leaves [0-9.]+ MB of the 44\.0 MB a JPEG of 4000 × 3000 pixels may use/,
+    await expect(convertToWebp(padJpeg(jpeg, 30_000_000), "jpeg", { maxEdge: 2560 })).rejects.toThrow(
+      /4000 × 3000 pixels exceeds the limit of [0-9.]+ megapixels for a progressive JPEG of this file size/,
     );
     expect(codecMemory().scratch).toBe(grown.scratch);
     // A conversion of another kind lets go of the grown scratch; the next JPEG has one of its share again.

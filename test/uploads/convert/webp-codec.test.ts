@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { alphaFilter, encodeAlph } from "../../../src/uploads/convert/alpha-chunk";
+import { jpegStatus } from "../../../src/uploads/convert/codec-decoders";
 import {
   createWebpCodec,
   encodeMemoryBytes,
@@ -8,7 +9,7 @@ import {
   webpStatus,
 } from "../../../src/uploads/convert/webp-codec";
 import codecWasm from "../../../src/uploads/convert/webp-codec.wasm";
-import { concat, decodeWebp, photoLike } from "./images";
+import { concat, decodeWebp, encodeJpeg, photoLike } from "./images";
 
 /** Our libwebp build (wasm/webp), checked against @jsquash/webp's decoder, an independent libwebp build. */
 
@@ -416,5 +417,54 @@ describe("webp codec: decodeScaled and features", () => {
     }
     const pointer = load(codec, file);
     expect(codec.decodeScaled(pointer, file.length, out, 100, 75)).toBe(webpStatus.ok);
+  });
+});
+
+describe("webp codec: baseline JPEG (jpeg.c, libjpeg-turbo)", () => {
+  /** Decodes `bytes` (its first `size` of them) at `scale`/8 of `width × height` into a fresh resizer. */
+  function decode(codec: WebpCodec, bytes: Uint8Array, size: number, scale: number, width: number, height: number) {
+    const source = load(codec, bytes);
+    const sw = Math.ceil((width * scale) / 8);
+    const sh = Math.ceil((height * scale) / 8);
+    const out = codec.malloc(sw * sh * 4);
+    const resizer = codec.createResizer(sw, sh, sw, sh, out, { opaque: true, channels: 3 });
+    if (!resizer) throw new Error("no resizer");
+    try {
+      const status = codec.decodeJpeg(source, size, resizer, { scale, ink: 0, inverted: false, maxMemory: 20_000_000 });
+      return { status, rows: resizer.rowsPushed, pixels: codec.heap(out, sw * sh * 4).slice() };
+    } finally {
+      resizer.free();
+      codec.free(out);
+      codec.free(source);
+    }
+  }
+
+  it("recovers from libjpeg's fatal errors and warnings inside the instance (longjmp as WebAssembly exceptions), nothing leaked", async () => {
+    const codec = fresh();
+    const jpeg = await encodeJpeg(photoLike(640, 480), 640, 480, { progressive: false, quality: 90 });
+    const good = decode(codec, jpeg, jpeg.length, 4, 640, 480);
+    expect(good.status).toBe(jpegStatus.ok);
+    expect(good.rows).toBe(240);
+    const memory = codec.memoryBytes();
+    const garbled = jpeg.slice();
+    for (let i = 700; i < garbled.length; i += 97) garbled[i] = 0xff; // markers in the middle of the data
+    for (let round = 0; round < 3; round += 1) {
+      // Cut short (libjpeg's warning: premature end), a frame header alone (fatal), damaged data.
+      expect(decode(codec, jpeg, jpeg.length >> 1, 4, 640, 480).status).toBe(jpegStatus.damaged);
+      expect(decode(codec, jpeg, 40, 4, 640, 480).status).toBe(jpegStatus.damaged);
+      expect(decode(codec, garbled, garbled.length, 4, 640, 480).status).toBe(jpegStatus.damaged);
+      // The same instance decodes the good file again, to the same pixels.
+      const again = decode(codec, jpeg, jpeg.length, 4, 640, 480);
+      expect(again.status).toBe(jpegStatus.ok);
+      expect(again.pixels).toEqual(good.pixels);
+    }
+    expect(codec.memoryBytes()).toBe(memory);
+  });
+
+  it("answers a size mismatch when the resizer's source is not libjpeg's scaled size", async () => {
+    const codec = fresh();
+    const jpeg = await encodeJpeg(photoLike(64, 48), 64, 48, { progressive: false });
+    expect(decode(codec, jpeg, jpeg.length, 4, 66, 48).status).toBe(jpegStatus.sizeMismatch);
+    expect(decode(codec, jpeg, jpeg.length, 4, 64, 48).status).toBe(jpegStatus.ok);
   });
 });
