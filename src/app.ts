@@ -14,6 +14,7 @@ import { ApiError, messages, renderError } from "./http/errors";
 import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
+import { opsRoutes } from "./ops/routes";
 import { crossSellRoutes } from "./products/cross-sells/routes";
 import { customFieldRoutes } from "./products/custom-field-routes";
 import { productRoutes } from "./products/routes";
@@ -120,6 +121,7 @@ function createApi() {
   api.route("/", subscriptionRoutes);
   api.route("/", eventRoutes);
   api.route("/_dev", devRoutes);
+  api.route("/_ops", opsRoutes);
 
   api.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

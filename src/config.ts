@@ -129,6 +129,8 @@ const settings = {
   WEBHOOK_RETENTION_DAYS: positiveInteger(30, 3650),
   FILE_SIGNING_SECRET: secret,
   PLATFORM_API_SECRET: secret,
+  /** The bearer of the operator's routes (`/api/v1/_ops`, `npm run store:move -- --url`); unset: no such routes. */
+  STORE_MOVE_SECRET: z.string().trim().default(""),
 } as const;
 
 export type SettingName = keyof typeof settings;

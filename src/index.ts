@@ -1,7 +1,8 @@
-import { inArray } from "drizzle-orm";
+import { inArray, sql } from "drizzle-orm";
 import { createApp } from "./app";
 import { setting } from "./config";
 import type { Database } from "./db/client";
+import { fencedStore } from "./db/fence";
 import { webhookEvents } from "./db/schema";
 import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
@@ -33,7 +34,9 @@ async function liveProductOrNull(db: Database, storeId: string, productId: strin
  * The messages of a batch by the home database their event lives in. A message carries only the event's id
  * (records.ts), so every home is asked at once which of the batch's events it holds: one statement per home,
  * one trip of latency per batch. A message whose event no home holds (dropped by the retention) goes with
- * `DB`'s, where the delivery finds nothing to send and acks it.
+ * `DB`'s, where the delivery finds nothing to send and acks it. While a store moves its events are in two
+ * homes, fenced in the one it leaves (src/db/move.ts): the open one has them; when every home holding an event
+ * fences its store, the message is held (under the key {@link heldByMove}) and comes back a little later.
  */
 async function byHome(env: Env, messages: readonly Message<unknown>[]): Promise<Map<string, Message<unknown>[]>> {
   const ids = [
@@ -50,10 +53,13 @@ async function byHome(env: Env, messages: readonly Message<unknown>[]): Promise<
       homeNames(env).map(async (home) => {
         const db = homeDb(env, home);
         const rows = await db
-          .select({ id: webhookEvents.id })
+          .select({ id: webhookEvents.id, fenced: sql<number>`${fencedStore(webhookEvents.storeId)}` })
           .from(webhookEvents)
           .where(inArray(webhookEvents.id, ids));
-        for (const row of rows) homeOf.set(row.id, home);
+        for (const row of rows) {
+          if (!row.fenced) homeOf.set(row.id, home);
+          else if (!homeOf.has(row.id)) homeOf.set(row.id, heldByMove);
+        }
       }),
     );
   }
@@ -65,6 +71,11 @@ async function byHome(env: Env, messages: readonly Message<unknown>[]): Promise<
   }
   return groups;
 }
+
+/** The group of {@link byHome} whose events' store is moving: they are delivered once it has arrived. */
+const heldByMove = "moving";
+/** How long a message whose store is moving waits: a move holds a store's writes for seconds. */
+const movingRetrySeconds = 10;
 
 /** `batch` with only `messages`: each home's messages are handled against that home's database. */
 function part(batch: MessageBatch<unknown>, messages: Message<unknown>[]): MessageBatch<unknown> {
@@ -106,6 +117,9 @@ export default {
       batch.retryAll({ delaySeconds: processingRetrySeconds });
       return;
     }
+    const held = groups.get(heldByMove);
+    groups.delete(heldByMove);
+    for (const message of held ?? []) message.retry({ delaySeconds: movingRetrySeconds });
     if (deadLetters) {
       await Promise.all(
         [...groups].map(([home, messages]) => handleDeadLetters(part(batch, messages), homeDb(env, home))),

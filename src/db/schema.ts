@@ -19,7 +19,9 @@ export const stores = sqliteTable("stores", {
 /**
  * The store directory (global database only): which database holds each store's rows. `shard` is the name
  * of a D1 binding of the Worker (`SHARD_<n>`; `DB` for a store placed before sharding). `version` grows on
- * every change of the entry. A store without an entry lives in `DB` (docs/scaling.md).
+ * every change of the entry. A store without an entry lives in `DB` (docs/scaling.md). `moving` is set for
+ * the whole of a move (src/db/move.ts): isolates then keep the entry for a second only, not
+ * `TOKEN_CACHE_SECONDS`, so the switch of `shard` reaches every isolate within a second.
  */
 export const storeDirectory = sqliteTable(
   "store_directory",
@@ -30,9 +32,22 @@ export const storeDirectory = sqliteTable(
     shard: text("shard").notNull(),
     version: integer("version").notNull().default(1),
     placedAt: timestamp("placed_at").notNull(),
+    moving: flag("moving").notNull().default(false),
   },
   (t) => [index("store_directory_shard").on(t.shard)],
 );
+
+/**
+ * Stores whose rows in this database must not change (every database, docs/scaling.md "Moving a store"): a
+ * store being copied out (`outgoing`, and after the switch until its rows here are deleted) or copied in and
+ * not yet open to writes (`incoming`). Triggers of migrations/0004 abort every insert, update and delete of
+ * a fenced store's rows, whatever code path sends it; src/db/fence.ts recognises that failure.
+ */
+export const storeFences = sqliteTable("store_fences", {
+  storeId: text("store_id").primaryKey(),
+  state: text("state", { enum: ["outgoing", "incoming"] }).notNull(),
+  since: timestamp("since").notNull(),
+});
 
 /** API tokens: only the SHA-256 of the secret is kept. */
 export const apiTokens = sqliteTable("api_tokens", {

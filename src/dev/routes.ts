@@ -1,13 +1,16 @@
 import { zValidator } from "@hono/zod-validator";
 import { eq } from "drizzle-orm";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import { homeNames } from "../db/shards";
+import type { AppEnv } from "../env";
 import { ApiError, messages, validationError } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
+import { moveBody, moveParams, runMove } from "../ops/routes";
 import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
 import { FixtureDocument } from "./fixture-schema";
@@ -96,6 +99,10 @@ export const devRoutes = createRouter()
     const { store_id: storeId } = c.req.valid("query");
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
   })
+  // `npm run store:move` against `npm run dev` (docs/scaling.md, "Moving a store under traffic").
+  .post("/stores/:id/move", moveParams, moveBody, (c) =>
+    runMove(c as unknown as Context<AppEnv>, c.req.valid("param").id, c.req.valid("json").to),
+  )
   .get("/upload", (c) => c.html(uploadPage))
   // The cheapest route of the Worker (no token, no D1, no Durable Object): `npm run bench` loads it
   // beside the real routes, as the ceiling of the runtime on the machine.

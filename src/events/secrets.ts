@@ -5,12 +5,19 @@ import { newWebhookSecret } from "./signing";
 
 type SecretRow = typeof webhookSecrets.$inferSelect;
 
-/** The store's secret row, made on first need; two callers racing keep the first one written. */
+/**
+ * The store's secret row, made on first need; two callers racing keep the first one written. Once it exists the
+ * insert selects no row, so reading the secret writes nothing (a store being moved is fenced for writes, not
+ * for reads: docs/scaling.md).
+ */
 export async function storeSecretRow(db: Database, storeId: string, now = new Date()): Promise<SecretRow> {
   const [, rows] = await db.batch([
     db
       .insert(webhookSecrets)
-      .values({ storeId, secret: newWebhookSecret(), createdAt: now })
+      // Every column in the table's order: store_id, secret, previous_secret, previous_until, created_at.
+      .select(
+        sql`SELECT ${storeId}, ${newWebhookSecret()}, NULL, NULL, ${now.getTime()} WHERE NOT EXISTS (SELECT 1 FROM ${webhookSecrets} WHERE ${webhookSecrets.storeId} = ${storeId})`,
+      )
       .onConflictDoNothing({ target: webhookSecrets.storeId }),
     db.select().from(webhookSecrets).where(eq(webhookSecrets.storeId, storeId)),
   ]);

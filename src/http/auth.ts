@@ -2,7 +2,8 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { setting } from "../config";
-import type { Database } from "../db/client";
+import { createDb, type Database } from "../db/client";
+import { storeFenced } from "../db/fence";
 import { apiTokens, products, storeDirectory } from "../db/schema";
 import { legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
@@ -40,12 +41,45 @@ const storeIdSchema = z.uuid();
 /** This isolate's verified tokens (see token-cache.ts): a warm request reads no D1. */
 export const tokenCache = new TokenCache();
 
+/** The token of hash `wanted` and the directory entries of its stores, in one statement: one trip, however many stores. */
+async function readToken(db: Database, wanted: string): Promise<VerifiedToken | null> {
+  const [token] = await db
+    .select({
+      tokenHash: apiTokens.tokenHash,
+      storeIds: apiTokens.storeIds,
+      abilities: apiTokens.abilities,
+      homes: sql<
+        string | null
+      >`(SELECT json_group_object(${storeDirectory.storeId}, ${storeDirectory.shard}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
+      // Whether one of the stores is being moved (src/db/move.ts): the entry is then kept for a second only.
+      moving: sql<
+        number | null
+      >`(SELECT max(${storeDirectory.moving}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
+    })
+    .from(apiTokens)
+    .where(eq(apiTokens.tokenHash, wanted))
+    .limit(1);
+  // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
+  if (!token || !constantTimeEqual(token.tokenHash, wanted)) return null;
+  const homes = JSON.parse(token.homes ?? "{}") as Record<string, string>;
+  return {
+    tokenHash: token.tokenHash,
+    storeIds: token.storeIds,
+    abilities: token.abilities,
+    homes,
+    ...(token.moving ? { moving: true } : {}),
+  };
+}
+
 /**
  * Finds the token behind an `Authorization` header value; null for anything not a known bearer token.
  * A token read from D1 is trusted for `cacheSeconds` in this isolate, so revoking one takes that long.
+ * A token one of whose stores is moving is read again from `primary`: a read replica behind the move's switch
+ * would name the home the store is leaving (src/db/move.ts); only tokens of moving stores pay that trip.
  */
 async function authenticate(
   db: Database,
+  primary: () => Database,
   authorization: string | undefined,
   cacheSeconds: number,
 ): Promise<VerifiedToken | null> {
@@ -53,23 +87,8 @@ async function authenticate(
   if (!match?.[1]) return null;
   const hash = await sha256Hex(match[1]);
   return tokenCache.resolve(hash, cacheSeconds, async (wanted) => {
-    // The token and the directory entries of its stores in one statement: one trip, however many stores.
-    const [token] = await db
-      .select({
-        tokenHash: apiTokens.tokenHash,
-        storeIds: apiTokens.storeIds,
-        abilities: apiTokens.abilities,
-        homes: sql<
-          string | null
-        >`(SELECT json_group_object(${storeDirectory.storeId}, ${storeDirectory.shard}) FROM ${storeDirectory} WHERE ${storeDirectory.storeId} IN (SELECT value FROM json_each(${apiTokens.storeIds})))`,
-      })
-      .from(apiTokens)
-      .where(eq(apiTokens.tokenHash, wanted))
-      .limit(1);
-    // The lookup is by hash, so timing reveals nothing of the secret; compare again without early exit anyway.
-    if (!token || !constantTimeEqual(token.tokenHash, wanted)) return null;
-    const homes = JSON.parse(token.homes ?? "{}") as Record<string, string>;
-    return { tokenHash: token.tokenHash, storeIds: token.storeIds, abilities: token.abilities, homes };
+    const token = await readToken(db, wanted);
+    return token?.moving ? readToken(primary(), wanted) : token;
   });
 }
 
@@ -151,7 +170,7 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
   return async (c, next) => {
     const db = c.var.db;
     const cacheSeconds = setting(c.env, "TOKEN_CACHE_SECONDS");
-    const token = await authenticate(db, c.req.header("Authorization"), cacheSeconds);
+    const token = await authenticate(db, () => createDb(c.env.DB), c.req.header("Authorization"), cacheSeconds);
     if (!token) throw new ApiError(401, messages.unauthenticated);
 
     // Spent from this isolate's leased slice; the token's limiter is asked only when the slice runs low.
@@ -181,5 +200,8 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     // resolveStore answered 400 above when a required or unambiguous store is not known.
     c.set("caller", caller as ScopedCaller<S>);
     await next();
+    // A write its home refused because the store is moving (src/db/fence.ts): this isolate's entry of the
+    // token may name the home the store is leaving, so the next request reads the directory again.
+    if (storeFenced(c.error)) tokenCache.drop(token.tokenHash);
   };
 }

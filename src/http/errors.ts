@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { storeFenced } from "../db/fence";
 import { log } from "../lib/log";
 
 /** Field name → messages, as in the specification's validation bodies. */
@@ -42,6 +43,8 @@ export const messages = {
   variantNotFound: (id: string) => `Variant with ID ${id} not found`,
   productHasNoDraft: (id: string) => `Product with ID ${id} has no draft.`,
   tooManyRequests: (seconds: number) => `Too many requests, retry after ${seconds} seconds.`,
+  storeMoving: (seconds: number) =>
+    `The store is being moved between databases and takes no changes for a moment, retry after ${seconds} seconds.`,
 } as const;
 
 /** A 422 validation failure with per-field messages. */
@@ -70,12 +73,27 @@ function isMissingTable(error: unknown): boolean {
 }
 
 /**
- * The app's `onError`: known errors keep their status; a database without its tables answers 503 naming
+ * How long a client is asked to wait when its store's writes are held by a move: the switch reaches every
+ * isolate within about two seconds (src/db/move.ts), the copy of a store of 10,000 subscriptions takes a few.
+ */
+const storeMovingRetrySeconds = 2;
+
+/**
+ * The app's `onError`: known errors keep their status; a write refused by a move's fence (src/db/fence.ts)
+ * answers 503 with `Retry-After`; a database without its tables answers 503 naming
  * the command to run (plain `wrangler dev` on a fresh clone); anything else is a logged 500.
  */
 export function renderError(error: Error, c: Context): Response {
   if (error instanceof ApiError) return errorResponse(c, error);
   if (error instanceof HTTPException) return errorResponse(c, fromHttpException(error));
+  if (storeFenced(error)) {
+    return errorResponse(
+      c,
+      new ApiError(503, messages.storeMoving(storeMovingRetrySeconds), undefined, {
+        "Retry-After": String(storeMovingRetrySeconds),
+      }),
+    );
+  }
   if (isMissingTable(error)) {
     if (!reportedMissingTables) {
       reportedMissingTables = true;

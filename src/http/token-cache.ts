@@ -1,3 +1,5 @@
+import { MOVING_TOKEN_CACHE_SECONDS } from "../db/fence";
+
 /** What a verified token may do: the part of its D1 row the guard needs. */
 export type VerifiedToken = {
   tokenHash: string;
@@ -8,6 +10,11 @@ export type VerifiedToken = {
    * same D1 call as the token and cached with it; a store without an entry lives in `DB`.
    */
   homes?: Readonly<Record<string, string>>;
+  /**
+   * One of the token's stores is being moved between databases (its directory entry says so): the token is
+   * then kept for {@link MOVING_TOKEN_CACHE_SECONDS} only, so the switch of its home reaches this isolate soon.
+   */
+  moving?: boolean;
 };
 
 /** How long an unknown token is remembered as unknown (never longer than `TOKEN_CACHE_SECONDS`). */
@@ -44,7 +51,16 @@ export class TokenCache {
     const cached = this.get(hash);
     if (cached) return cached.token;
     this.loads++;
-    return this.set(hash, await load(hash), cacheSeconds);
+    // An entry lasts from before its read, never from after: a move knows how long an entry that saw the
+    // directory before its switch can live (src/db/move.ts).
+    const readAt = this.now();
+    return this.set(hash, await load(hash), cacheSeconds, readAt);
+  }
+
+  /** Forgets the token of `hash`: its next request reads it, and its stores' homes, again. */
+  drop(hash: string): void {
+    this.known.delete(hash);
+    this.unknown.delete(hash);
   }
 
   private now(): number {
@@ -63,7 +79,7 @@ export class TokenCache {
   }
 
   /** Stores the token (or its absence) and returns the frozen copy every later request will see. */
-  private set(hash: string, token: VerifiedToken | null, cacheSeconds: number): VerifiedToken | null {
+  private set(hash: string, token: VerifiedToken | null, cacheSeconds: number, readAt: number): VerifiedToken | null {
     // Frozen copies: the cached arrays are handed to every later request of the token.
     const value: VerifiedToken | null = token
       ? Object.freeze({
@@ -71,14 +87,19 @@ export class TokenCache {
           storeIds: Object.freeze([...token.storeIds]),
           abilities: Object.freeze([...token.abilities]),
           ...(token.homes ? { homes: Object.freeze({ ...token.homes }) } : {}),
+          ...(token.moving ? { moving: true } : {}),
         })
       : null;
-    const seconds = token ? cacheSeconds : Math.min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds);
+    const seconds = token
+      ? token.moving
+        ? Math.min(MOVING_TOKEN_CACHE_SECONDS, cacheSeconds)
+        : cacheSeconds
+      : Math.min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds);
     if (!(seconds > 0)) return value;
     const map = token ? this.known : this.unknown;
     // Deleting first puts a refreshed entry at the end, so insertion order stays oldest-first.
     map.delete(hash);
-    map.set(hash, { token: value, expiresAt: this.now() + seconds * 1000 });
+    map.set(hash, { token: value, expiresAt: readAt + seconds * 1000 });
     const max = this.options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES;
     while (map.size > max) {
       const oldest = map.keys().next().value;

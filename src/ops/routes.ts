@@ -1,0 +1,55 @@
+import { zValidator } from "@hono/zod-validator";
+import type { Context } from "hono";
+import { z } from "zod";
+import { optionalSetting, setting } from "../config";
+import { MoveRefused, moveStore } from "../db/move";
+import type { AppEnv } from "../env";
+import { ApiError, messages } from "../http/errors";
+import { createRouter } from "../http/router";
+import { validationHook } from "../http/validate";
+import { constantTimeEqual, sha256Hex } from "../lib/crypto";
+
+/** The store id of a move's path, and the shard of its body (`{"to": "SHARD_<n>"}`). */
+export const moveParams = zValidator(
+  "param",
+  z.object({ id: z.uuid({ error: messages.invalidStoreId }) }),
+  validationHook,
+);
+export const moveBody = zValidator("json", z.object({ to: z.string().min(1) }), validationHook);
+
+/**
+ * Moves a store (src/db/move.ts) and answers its report; a refused move answers its status. The request lasts
+ * as long as the move: `TOKEN_CACHE_SECONDS`, the copy and about two seconds.
+ */
+export async function runMove(c: Context<AppEnv>, storeId: string, to: string): Promise<Response> {
+  try {
+    const report = await moveStore(c.env, {
+      storeId: storeId.toLowerCase(),
+      to,
+      tokenCacheSeconds: setting(c.env, "TOKEN_CACHE_SECONDS"),
+    });
+    return c.json(report);
+  } catch (error) {
+    if (error instanceof MoveRefused) throw new ApiError(error.status, error.message);
+    throw error;
+  }
+}
+
+/**
+ * The operator's routes of a deployment (`npm run store:move -- --url ...`), under `/api/v1/_ops`. They exist
+ * only when the secret `STORE_MOVE_SECRET` is set, and answer only `Authorization: Bearer <that secret>`;
+ * otherwise every one of them answers like an unknown route (no secret) or 401 (another bearer).
+ */
+export const opsRoutes = createRouter()
+  .use("*", async (c, next) => {
+    const secret = optionalSetting(c.env, "STORE_MOVE_SECRET");
+    if (!secret) throw new ApiError(404, messages.notFound);
+    const sent = /^Bearer +(\S+)$/i.exec(c.req.header("Authorization")?.trim() ?? "")?.[1] ?? "";
+    // Compared as digests, so the comparison tells nothing of the secret's length either.
+    if (!constantTimeEqual(await sha256Hex(sent), await sha256Hex(secret)))
+      throw new ApiError(401, messages.unauthenticated);
+    await next();
+  })
+  .post("/stores/:id/move", moveParams, moveBody, (c) =>
+    runMove(c as unknown as Context<AppEnv>, c.req.valid("param").id, c.req.valid("json").to),
+  );
