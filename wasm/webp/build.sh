@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds src/uploads/convert/webp-codec.wasm: libwebp (Debian bookworm's source package, 1.2.4), zlib's
 # inflate (Debian's source package, 1.2.13), Little CMS (Debian's source package, 2.14) and libjpeg-turbo's
-# decoder (Debian's source package, 1:2.1.5-2) plus our code (codec.c: WebP glue; png.c: PNG image data;
-# gif.c: GIF image data; jpeg.c, jpeg-simd.c: baseline JPEG; resize.c: the streaming downscaler; colour.c: ICC profiles to
-# sRGB), as one standalone WebAssembly module with no JS runtime. Idempotent: every run fetches the source
-# once into the build directory (reused later), compiles everything again and overwrites the output.
+# decoder (Debian's source package, 1:2.1.5-2) plus our code (codec.c: WebP glue; encode-simd.c: WebAssembly
+# SIMD versions of some of libwebp's dsp functions, installed over its function pointers; small-copy.h: short
+# memcpy in libwebp's files; png.c: PNG image data; gif.c: GIF image data; jpeg.c, jpeg-simd.c: baseline JPEG;
+# resize.c: the streaming downscaler; colour.c: ICC profiles to sRGB), as one standalone WebAssembly module with
+# no JS runtime. Idempotent: every run fetches the source once into the build directory (reused later),
+# compiles everything again and overwrites the output.
 #
 # Sources: libwebp, zlib, lcms2 and libjpeg-turbo only ever come from `apt-get source` (Debian's archive, with
 # Debian's patches, among them libwebp's CVE-2023-4863 fix), emcc only from Debian's `emscripten` package, the
@@ -186,7 +188,12 @@ ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
 compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
 export -f compile
 export OBJ CFLAGS_STRING="${CFLAGS[*]}"
-printf '%s\n' $FILES $ZFILES $LFILES "$HERE/codec.c" "$HERE/png.c" "$HERE/gif.c" "$HERE/resize.c" "$HERE/colour.c" \
+# libwebp's files with small-copy.h forced in: memcpy of up to 32 bytes as loads and stores, not memory.copy
+# (the encoder's per-macroblock block copies; see the header).
+CFLAGS_STRING="${CFLAGS[*]} -include $HERE/small-copy.h"
+printf '%s\n' $FILES | xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
+CFLAGS_STRING="${CFLAGS[*]}"
+printf '%s\n' $ZFILES $LFILES "$HERE/codec.c" "$HERE/encode-simd.c" "$HERE/png.c" "$HERE/gif.c" "$HERE/resize.c" "$HERE/colour.c" \
   "$BUILD/generated/cmyk_profile.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 # libjpeg-turbo with its own configuration; jpeg.c with both, and with setjmp/longjmp as WebAssembly exception
