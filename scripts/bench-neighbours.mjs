@@ -23,7 +23,15 @@ import {
   step,
   writeBlock,
 } from "./bench-lib.mjs";
-import { loadAppQueryCode, measure, shapes, sqlTimes, storeWorld, subscriptionRow } from "./bench-subscriptions.mjs";
+import {
+  endpointTimes,
+  loadAppQueryCode,
+  requestOnce,
+  shapes,
+  sqlTimes,
+  storeWorld,
+  subscriptionRow,
+} from "./bench-subscriptions.mjs";
 import { freePort, loadFixture, startDevServer } from "./dev-server.mjs";
 
 const MEASURED_ROWS = 20_000;
@@ -123,24 +131,6 @@ function loadData(files, searchText) {
   return { main: measured, customer, busyBytes };
 }
 
-async function requestOnce(url, storeId, shape) {
-  const query = new URLSearchParams(shape.params).toString();
-  const response = await fetch(`${url}/api/v1/subscriptions${query ? `?${query}` : ""}`, {
-    headers: { Authorization: `Bearer ${tokenOf(storeId)}` },
-  });
-  const body = await response.json();
-  if (response.status !== 200) throw new Error(`${shape.name}: ${response.status} ${JSON.stringify(body)}`);
-  return body.pagination.total;
-}
-
-async function endpointTimes(url, storeId, shape) {
-  let total = null;
-  const times = await measure(async () => {
-    total = await requestOnce(url, storeId, shape);
-  });
-  return { ...times, total };
-}
-
 /** Loads, measures and returns a row per shape: endpoint and SQL p50 for each store. */
 export async function benchNeighbours({ keep = false } = {}) {
   let server = null;
@@ -191,13 +181,13 @@ export async function benchNeighbours({ keep = false } = {}) {
     });
     log(`wrangler dev at ${server.url}; warming up, then timing both stores shape by shape`);
     for (let i = 0; i < SERVER_WARMUP; i++) {
-      await requestOnce(server.url, QUIET_STORE, list[1]);
-      await requestOnce(server.url, BUSY_STORE, list[1]);
+      await requestOnce(server.url, list[1], tokenOf(QUIET_STORE));
+      await requestOnce(server.url, list[1], tokenOf(BUSY_STORE));
     }
     const endpoint = [];
     for (const shape of list) {
-      const quiet = await endpointTimes(server.url, QUIET_STORE, shape);
-      const busy = await endpointTimes(server.url, BUSY_STORE, shape);
+      const quiet = await endpointTimes(server.url, shape, tokenOf(QUIET_STORE));
+      const busy = await endpointTimes(server.url, shape, tokenOf(BUSY_STORE));
       endpoint.push({ quiet, busy });
       log(`  ${shape.name}: p50 ${quiet.p50.toFixed(2)} ms alone, ${busy.p50.toFixed(2)} ms beside a million`);
     }

@@ -456,7 +456,7 @@ function summary(samples) {
 }
 
 /** Times `run` WARMUP + up to SAMPLES times, stopping early when the shape's budget is spent. */
-export async function measure(run) {
+async function measure(run) {
   for (let i = 0; i < WARMUP; i++) await run();
   const samples = [];
   const deadline = performance.now() + SHAPE_BUDGET_MS;
@@ -468,21 +468,21 @@ export async function measure(run) {
   return summary(samples);
 }
 
-/** One GET of the shape; returns the filtered total, or throws on anything but a 200. */
-async function requestOnce(url, shape) {
+/** One GET of the shape with `token`; returns the filtered total, or throws on anything but a 200. */
+export async function requestOnce(url, shape, token = TOKEN) {
   const query = new URLSearchParams(shape.params).toString();
   const response = await fetch(`${url}/api/v1/subscriptions${query ? `?${query}` : ""}`, {
-    headers: { Authorization: `Bearer ${TOKEN}` },
+    headers: { Authorization: `Bearer ${token}` },
   });
   const body = await response.json();
   if (response.status !== 200) throw new Error(`${shape.name}: ${response.status} ${JSON.stringify(body)}`);
   return body.pagination.total;
 }
 
-async function endpointTimes(url, shape) {
+export async function endpointTimes(url, shape, token = TOKEN) {
   let total = null;
   const times = await measure(async () => {
-    total = await requestOnce(url, shape);
+    total = await requestOnce(url, shape, token);
   });
   return { ...times, total };
 }

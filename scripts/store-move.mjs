@@ -3,6 +3,7 @@
 // it and prints what it did: `npm run dev`'s `_dev` route by default, or with --url a deployment's `_ops`
 // route, whose bearer is the STORE_MOVE_SECRET of this script's environment (the Worker's secret of that name).
 import { parseArgs } from "node:util";
+import { uuidPattern } from "./lib/api-token.mjs";
 import { isMain, runMain, ScriptError } from "./lib/wrangler.mjs";
 
 export const usage = `Usage: npm run store:move -- --store ID --to SHARD_<n> [--url URL]
@@ -15,8 +16,6 @@ export const usage = `Usage: npm run store:move -- --store ID --to SHARD_<n> [--
 
 The move holds the store's writes (503 with Retry-After) from the copy until about two seconds after the
 switch, and takes TOKEN_CACHE_SECONDS more before the copy starts.`;
-
-const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The command line as options; a ScriptError names what is wrong. */
 export function parseMoveArgs(argv, environment = process.env) {
@@ -36,7 +35,7 @@ export function parseMoveArgs(argv, environment = process.env) {
     throw new ScriptError(`${error.message}\n\n${usage}`);
   }
   if (parsed.help) return { help: true };
-  if (!parsed.store || !uuidShape.test(parsed.store))
+  if (!parsed.store || !uuidPattern.test(parsed.store))
     throw new ScriptError(`--store needs a store id (a UUID).\n\n${usage}`);
   if (!parsed.to || !/^SHARD_\d+$/.test(parsed.to)) throw new ScriptError(`--to needs a shard, SHARD_<n>.\n\n${usage}`);
   const secret = environment.STORE_MOVE_SECRET?.trim() || undefined;

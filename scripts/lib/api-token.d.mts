@@ -15,3 +15,4 @@ export declare function tokenStatements(input: {
   newStores?: { id: string; name: string }[];
   now?: number;
 }): Promise<string[]>;
+export const uuidPattern: RegExp;

@@ -12,7 +12,8 @@ export const ABILITIES = Object.freeze([
   "webhooks:manage",
 ]);
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A store id as the API takes it (src/lib/ids.ts holds the Worker's). */
+export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Thrown for arguments the command refuses; the message says what to pass instead. */
 export class UsageError extends Error {
