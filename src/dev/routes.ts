@@ -1,12 +1,10 @@
 import { zValidator } from "@hono/zod-validator";
 import { eq } from "drizzle-orm";
-import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import { homeNames } from "../db/shards";
-import type { AppEnv } from "../env";
 import { ApiError, messages, validationError } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
@@ -100,8 +98,8 @@ export const devRoutes = createRouter()
     return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
   })
   // `npm run store:move` against `npm run dev` (docs/scaling.md, "Moving a store under traffic").
-  .post("/stores/:id/move", moveParams, moveBody, (c) =>
-    runMove(c as unknown as Context<AppEnv>, c.req.valid("param").id, c.req.valid("json").to),
+  .post("/stores/:id/move", moveParams, moveBody, async (c) =>
+    c.json(await runMove(c.env, c.req.valid("param").id, c.req.valid("json").to)),
   )
   .get("/upload", (c) => c.html(uploadPage))
   // The cheapest route of the Worker (no token, no D1, no Durable Object): `npm run bench` loads it

@@ -1,11 +1,11 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { setting } from "../config";
 import { createDb, type Database } from "../db/client";
 import { storeFenced } from "../db/fence";
 import { apiTokens, products, storeDirectory } from "../db/schema";
-import { legacyHome } from "../db/shards";
+import { type Homes, legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
 import { constantTimeEqual, sha256Hex } from "../lib/crypto";
 import { ApiError, messages } from "./errors";
@@ -112,9 +112,13 @@ const PRODUCT_STORES_MAX_ENTRIES = 10_000;
  * of latency), and the answer is kept for the isolate. An unknown product goes to the first home, whose
  * query then answers its 404.
  */
-async function locateProduct(c: Context<AppEnv>, homes: Map<string, string[]>): Promise<string> {
+async function locateProduct(
+  databases: Homes,
+  routeProductId: string | undefined,
+  homes: Map<string, string[]>,
+): Promise<string> {
   const [first] = homes.keys();
-  const productId = (c.req.param("productId") ?? c.req.param("id"))?.toLowerCase();
+  const productId = routeProductId?.toLowerCase();
   if (!productId || !storeIdSchema.safeParse(productId).success) return first ?? legacyHome;
   const known = productStores.get(productId);
   if (known) {
@@ -122,7 +126,7 @@ async function locateProduct(c: Context<AppEnv>, homes: Map<string, string[]>): 
   }
   const found = await Promise.all(
     [...homes].map(async ([home, storeIds]) => {
-      const [row] = await c.var.databases
+      const [row] = await databases
         .home(home)
         .select({ storeId: products.storeId })
         .from(products)
@@ -194,7 +198,10 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     // The store's rows live in its home database (docs/scaling.md): every query of the route goes there.
     const homes = homesOf(token, scope);
     const [onlyHome] = homes.keys();
-    const home = homes.size === 1 && onlyHome ? onlyHome : await locateProduct(c as unknown as Context<AppEnv>, homes);
+    const home =
+      homes.size === 1 && onlyHome
+        ? onlyHome
+        : await locateProduct(c.var.databases, c.req.param("productId") ?? c.req.param("id"), homes);
     c.set("home", home);
     c.set("db", c.var.databases.home(home));
     // resolveStore answered 400 above when a required or unambiguous store is not known.

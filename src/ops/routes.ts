@@ -1,9 +1,7 @@
 import { zValidator } from "@hono/zod-validator";
-import type { Context } from "hono";
 import { z } from "zod";
 import { optionalSetting, setting } from "../config";
 import { MoveRefused, moveStore } from "../db/move";
-import type { AppEnv } from "../env";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
@@ -18,17 +16,16 @@ export const moveParams = zValidator(
 export const moveBody = zValidator("json", z.object({ to: z.string().min(1) }), validationHook);
 
 /**
- * Moves a store (src/db/move.ts) and answers its report; a refused move answers its status. The request lasts
- * as long as the move: `TOKEN_CACHE_SECONDS`, the copy and about two seconds.
+ * Moves a store (src/db/move.ts) and returns its report; a refused move becomes the API error of its status.
+ * The request lasts as long as the move: `TOKEN_CACHE_SECONDS`, the copy and about two seconds.
  */
-export async function runMove(c: Context<AppEnv>, storeId: string, to: string): Promise<Response> {
+export async function runMove(env: Env, storeId: string, to: string) {
   try {
-    const report = await moveStore(c.env, {
+    return await moveStore(env, {
       storeId: storeId.toLowerCase(),
       to,
-      tokenCacheSeconds: setting(c.env, "TOKEN_CACHE_SECONDS"),
+      tokenCacheSeconds: setting(env, "TOKEN_CACHE_SECONDS"),
     });
-    return c.json(report);
   } catch (error) {
     if (error instanceof MoveRefused) throw new ApiError(error.status, error.message);
     throw error;
@@ -50,6 +47,6 @@ export const opsRoutes = createRouter()
       throw new ApiError(401, messages.unauthenticated);
     await next();
   })
-  .post("/stores/:id/move", moveParams, moveBody, (c) =>
-    runMove(c as unknown as Context<AppEnv>, c.req.valid("param").id, c.req.valid("json").to),
+  .post("/stores/:id/move", moveParams, moveBody, async (c) =>
+    c.json(await runMove(c.env, c.req.valid("param").id, c.req.valid("json").to)),
   );
