@@ -3,7 +3,7 @@
 # inflate (Debian's source package, 1.2.13), Little CMS (Debian's source package, 2.14) and libjpeg-turbo's
 # decoder (Debian's source package, 1:2.1.5-2) plus our code (codec.c: WebP glue; encode-simd.c: WebAssembly
 # SIMD versions of some of libwebp's dsp functions, installed over its function pointers; small-copy.h: short
-# memcpy in libwebp's files; png.c: PNG image data; gif.c: GIF image data; jpeg.c, jpeg-simd.c: baseline JPEG;
+# memcpy in libwebp's files; png.c: PNG image data; inflate-fast.c: zlib's inner inflate loop for wasm; gif.c: GIF image data; jpeg.c, jpeg-simd.c: baseline JPEG;
 # resize.c: the streaming downscaler; colour.c: ICC profiles to sRGB), as one standalone WebAssembly module with
 # no JS runtime. Idempotent: every run fetches the source once into the build directory (reused later),
 # compiles everything again and overwrites the output.
@@ -181,8 +181,9 @@ FILES=$(ls "$SRC"/src/dec/*.c "$SRC"/src/dsp/*.c "$SRC"/src/utils/*.c "$SRC"/src
   grep -v -e '_neon\.c$' -e '_mips' -e '_msa\.c$')
 # Little CMS whole (the linker drops what colour.c does not reach).
 LFILES=$(ls "$LSRC"/src/*.c | grep -v -e cmscgats -e cmsps2)
-# Only zlib's inflate side: PNG image data is read, never written.
-ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inffast inflate inftrees zutil)
+# Only zlib's inflate side: PNG image data is read, never written. Its inflate_fast is inflate-fast.c's; zlib's
+# own (inffast.c) is compiled apart, renamed, for the steps that one leaves to it (see below).
+ZFILES=$(printf "$ZSRC/%s.c\n" adler32 crc32 inflate inftrees zutil)
 # One object per file, as many at a time as there are cores; names keep the directory because dec/ and enc/
 # share some file names.
 compile() { emcc "${CFLAGS[@]}" -c "$1" -o "$OBJ/$(basename "$(dirname "$1")")_$(basename "$1" .c).o"; }
@@ -194,8 +195,12 @@ CFLAGS_STRING="${CFLAGS[*]} -include $HERE/small-copy.h"
 printf '%s\n' $FILES | xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
 CFLAGS_STRING="${CFLAGS[*]}"
 printf '%s\n' $ZFILES $LFILES "$HERE/codec.c" "$HERE/encode-simd.c" "$HERE/png.c" "$HERE/gif.c" "$HERE/resize.c" "$HERE/colour.c" \
-  "$BUILD/generated/cmyk_profile.c" |
+  "$HERE/inflate-fast.c" "$BUILD/generated/cmyk_profile.c" |
   xargs -P "$(nproc)" -I{} bash -c 'CFLAGS=($CFLAGS_STRING); compile "$1"' _ {}
+# zlib's inflate_fast as inflate_fast_bytewise: inflate-fast.c hands it the steps near the end of a buffer.
+CFLAGS=("${CFLAGS_CODEC[@]}" -Dinflate_fast=inflate_fast_bytewise)
+compile "$ZSRC/inffast.c"
+CFLAGS=("${CFLAGS_CODEC[@]}")
 # libjpeg-turbo with its own configuration; jpeg.c with both, and with setjmp/longjmp as WebAssembly exception
 # handling (libjpeg's error_exit unwinds to it; no JS glue involved).
 CFLAGS_STRING="${JCFLAGS[*]}"

@@ -204,8 +204,10 @@ EXPORT int rgba_has_transparency(const uint8_t* rgba, int pixels) {
 
 // Encodes the width x height RGBA at `rgba` (malloc'd in this heap; always freed here, also on failure) as a
 // lossy simple-format WebP ("RIFF" + "VP8 " chunk), ignoring alpha except to hide the colour under transparent pixels. The
-// file leaves through write_output in pieces as libwebp writes it. Returns 0, or libwebp's WebPEncodingError.
-EXPORT int encode_rgba(uint8_t* rgba, int width, int height, float quality, int method) {
+// file leaves through write_output in pieces as libwebp writes it. `opaque`: the caller knows every alpha is 255
+// (its source has no alpha), so nothing is hidden and the scan for it is skipped. Returns 0, or libwebp's
+// WebPEncodingError.
+EXPORT int encode_rgba(uint8_t* rgba, int width, int height, float quality, int method, int opaque) {
   WebPConfig config;
   WebPPicture picture;
   int ok;
@@ -227,7 +229,7 @@ EXPORT int encode_rgba(uint8_t* rgba, int width, int height, float quality, int 
   picture.writer = StreamWriter;
   // Both steps only change pixels beside fully transparent ones: without any, they are skipped (two passes
   // over every pixel's alpha, ~15 ms at 2560 x 1920).
-  const int hidden = AnyAlphaBelow(rgba, (size_t)width * height, 1);
+  const int hidden = !opaque && AnyAlphaBelow(rgba, (size_t)width * height, 1);
   if (hidden) FillTransparentColour(rgba, width, height);
   ok = WebPPictureImportRGBX(&picture, rgba, width * 4);
   if (ok && hidden) CleanupTransparentArea(&picture, rgba);

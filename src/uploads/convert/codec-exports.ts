@@ -6,7 +6,7 @@ export type CodecExports = {
   memory: WebAssembly.Memory;
   malloc(size: number): number;
   free(pointer: number): void;
-  encode_rgba(pointer: number, width: number, height: number, quality: number, method: number): number;
+  encode_rgba(pointer: number, width: number, height: number, quality: number, method: number, opaque: number): number;
   rgba_has_transparency(pointer: number, pixels: number): number;
   decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
   get_features(file: number, size: number, out: number): number;

@@ -144,7 +144,11 @@ function encodeTarget(context: Context, orientation: Orientation, quality: numbe
     orientation,
   );
   context.target = null; // the encoder frees the pixels, whatever happens
-  return converted(codec.encode(target.pointer, width, height, { quality, method: 2 }), width, height);
+  return converted(
+    codec.encode(target.pointer, width, height, { quality, method: 2, opaque: target.opaque }),
+    width,
+    height,
+  );
 }
 
 async function convertNow(

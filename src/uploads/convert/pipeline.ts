@@ -7,7 +7,8 @@ import { heapBytes } from "./native";
 import { fitWithin } from "./resize";
 
 /** The decoded, reduced image: RGBA `width × height` at `pointer` in the codec's memory. */
-export type Target = { pointer: number; width: number; height: number };
+/** The decoded image at the output size, RGBA; `opaque` when its source has no alpha (every alpha is 255). */
+export type Target = { pointer: number; width: number; height: number; opaque: boolean };
 
 /** What every decoder gets: the instances, the scratch allocator, the edge, and the lock's heartbeat. */
 export type Context = {
@@ -82,11 +83,11 @@ export function refuseSourcePixels(width: number, height: number): void {
 }
 
 /** Allocates the target (RGBA at the output size) in the codec's memory. */
-export function allocateTarget(context: Context, width: number, height: number): Target {
+export function allocateTarget(context: Context, width: number, height: number, opaque = false): Target {
   const size = width * height * 4;
   const pointer = context.codecs.codec.malloc(size);
   if (pointer === 0) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
-  context.target = { pointer, width, height };
+  context.target = { pointer, width, height, opaque };
   return context.target;
 }
 
@@ -102,7 +103,8 @@ export function createResizer(
   options: { opaque: boolean; channels: 3 | 4; size?: { width: number; height: number } },
 ): CodecResizer {
   const size = options.size ?? fitWithin(width, height, context.maxEdge);
-  const target = allocateTarget(context, size.width, size.height);
+  // An opaque source's resizer writes 255 into every alpha.
+  const target = allocateTarget(context, size.width, size.height, options.opaque);
   const resizer = context.codecs.codec.createResizer(width, height, size.width, size.height, target.pointer, options);
   if (!resizer) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
   return resizer;

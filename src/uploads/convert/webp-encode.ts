@@ -25,7 +25,11 @@ class WebpEncodeError extends Error {
 }
 
 /** Encoder settings: quality 0–100, method 0–6 (default 2, the method docs/conversion.md describes). */
-export type WebpEncodeOptions = { quality: number; method?: number };
+/**
+ * `opaque`: every alpha of the pixels is known to be 255 (the source has no alpha channel), so the encoder
+ * skips both scans of the alpha (whether an ALPH chunk is needed, whether any colour is hidden).
+ */
+export type WebpEncodeOptions = { quality: number; method?: number; opaque?: boolean };
 
 const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0));
 
@@ -76,7 +80,7 @@ export function createEncoder({
   output,
 }: CodecInstance): (pointer: number, width: number, height: number, options: WebpEncodeOptions) => Uint8Array[] {
   return (pointer: number, width: number, height: number, options: WebpEncodeOptions): Uint8Array[] => {
-    const { quality, method = 2 } = options;
+    const { quality, method = 2, opaque = false } = options;
     const valid =
       Number.isInteger(width) &&
       Number.isInteger(height) &&
@@ -96,7 +100,7 @@ export function createEncoder({
     let alph: Uint8Array | null = null;
     try {
       // Read in place, before encode_rgba frees the pixels.
-      if (exports.rgba_has_transparency(pointer, width * height) !== 0)
+      if (!opaque && exports.rgba_has_transparency(pointer, width * height) !== 0)
         alph = encodeAlph(new Uint8Array(exports.memory.buffer, pointer, width * height * 4), width, height).payload;
     } catch (error) {
       exports.free(pointer);
@@ -106,7 +110,7 @@ export function createEncoder({
     output.sink = pieces;
     let status: number;
     try {
-      status = exports.encode_rgba(pointer, width, height, quality, method);
+      status = exports.encode_rgba(pointer, width, height, quality, method, opaque ? 1 : 0);
     } finally {
       output.sink = null;
     }
