@@ -1,5 +1,7 @@
 // Types of store-move.mjs for the TypeScript tests that import it.
-export type MoveOptions = { help: false; storeId: string; to: string; url: string; secret: string | undefined };
+export type MoveOptions =
+  | { help: false; recover: false; storeId: string; to: string; url: string; secret: string | undefined }
+  | { help: false; recover: true; storeId: string; url: string; secret: string | undefined };
 export declare const usage: string;
 export declare function parseMoveArgs(
   argv: string[],

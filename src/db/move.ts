@@ -8,7 +8,7 @@ import {
   type TableSum,
   unfenceStatement,
 } from "./move-rows";
-import { homeBinding, legacyHome, shardNames } from "./shards";
+import { homeBinding, homeNames, legacyHome, shardNames } from "./shards";
 
 /**
  * Moving a store between home databases while its API is in use (docs/scaling.md, "Moving a store under
@@ -70,8 +70,8 @@ type MoveOptions = {
   onStep?: (step: MoveStep) => void | Promise<void>;
 };
 
-/** The steps of a move, in order (see above). */
-export type MoveStep = "announced" | "fenced" | "copied" | "switched" | "opened" | "cleaned";
+/** The steps of a move, in order (see above); "settled": `moving` cleared, the old home not yet cleaned. */
+export type MoveStep = "announced" | "fenced" | "copied" | "switched" | "opened" | "settled" | "cleaned";
 
 type Entry = { shard: string; version: number; moving: number } | null;
 
@@ -196,6 +196,7 @@ export async function moveStore(env: Env, options: MoveOptions): Promise<MoveRep
     await step("opened");
     const heldMs = Date.now() - heldFrom;
     version = await setEntry(env, storeId, version, to, false);
+    await step("settled");
     await deleteStoreRows(source, storeId, {
       keepStoreRow: from === legacyHome,
       fence: { state: "outgoing", since: heldFrom },
@@ -212,4 +213,104 @@ export async function moveStore(env: Env, options: MoveOptions): Promise<MoveRep
     }
     throw error;
   }
+}
+
+/** What a recovery found and did. */
+type RecoveryReport = {
+  store_id: string;
+  /** The store's home: the directory's, which a recovery never changes. */
+  home: string;
+  /** What the directory said: a move in progress (`moving`), or none (`settled`). */
+  found: "moving" | "settled";
+  /** The other homes whose rows of the store were deleted (a copy, or the old home of a finished move). */
+  cleaned: string[];
+  /** Whether the home was fenced and is open to writes again. */
+  opened: boolean;
+  /** The directory entry's version after the recovery (null: the store has none, it lives in DB). */
+  version: number | null;
+};
+
+type RecoverOptions = {
+  storeId: string;
+  marginMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+};
+
+/**
+ * Finishes a move whose Worker stopped part-way (the request cut off, the isolate gone), from what the
+ * databases hold (docs/scaling.md, "A move that stops part-way"). The directory's home is the store's at
+ * every step of a move: before the switch the old one (the copy is not yet checked), after it the new one (the
+ * copy was checked before the switch). So a recovery keeps the directory's home and undoes what surrounds it:
+ *
+ * 1. If the entry is `moving`, its version goes up first: a move still running after all fails at its next
+ *    directory write instead of acting beside the recovery. Then the same wait as after a switch (the stop may
+ *    have come right after one), so no isolate still reads another home.
+ * 2. The home's fence (if any) is lifted and `moving` cleared: writes resume.
+ * 3. Every other home holding rows or a fence of the store is cleaned as a finished move cleans its old home:
+ *    rows deleted batch by batch under the fence, then the fence lifted.
+ *
+ * Running it on a store that is not moving and has nothing elsewhere changes nothing.
+ */
+export async function recoverMove(env: Env, options: RecoverOptions): Promise<RecoveryReport> {
+  const { storeId } = options;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const store = await env.DB.prepare("SELECT `id` FROM `stores` WHERE `id` = ?").bind(storeId).first();
+  if (!store) throw new MoveRefused(404, `Store ${storeId} not found.`);
+  const entry = await directoryEntry(env.DB, storeId);
+  const home = entry?.shard ?? legacyHome;
+  let version = entry?.version ?? null;
+  if (entry?.moving) {
+    try {
+      version = await setEntry(env, storeId, entry.version, home, true);
+    } catch {
+      throw new MoveRefused(409, `Store ${storeId}'s directory entry changed while the recovery read it; try again.`);
+    }
+    await sleep(MOVING_TOKEN_CACHE_SECONDS * 1000 + (options.marginMs ?? 1000));
+  }
+  const homes = await Promise.all(
+    homeNames(env).map(async (name) => ({
+      name,
+      ...(await storeTraces(homeBinding(env, name), storeId, name === legacyHome)),
+    })),
+  );
+  const own = homes.find((found) => found.name === home);
+  if (own?.fence) await unfenceStatement(homeBinding(env, home), storeId).run();
+  if (entry?.moving && version !== null) version = await setEntry(env, storeId, version, home, false);
+  const cleaned: string[] = [];
+  for (const other of homes) {
+    if (other.name === home || (!other.fence && !other.rows)) continue;
+    const db = homeBinding(env, other.name);
+    await deleteStoreRows(db, storeId, {
+      keepStoreRow: other.name === legacyHome,
+      fence: { state: "outgoing", since: other.fence?.since ?? Date.now() },
+    });
+    await unfenceStatement(db, storeId).run();
+    cleaned.push(other.name);
+  }
+  return {
+    store_id: storeId,
+    home,
+    found: entry?.moving ? "moving" : "settled",
+    cleaned,
+    opened: Boolean(own?.fence),
+    version,
+  };
+}
+
+/**
+ * The store's fence in `db`, and whether `db` holds rows of it: any table's (children come with their product),
+ * its `stores` row included except in DB, where that row is the global one.
+ */
+async function storeTraces(db: D1Database, storeId: string, global: boolean) {
+  const exists = (table: string, column = "store_id") => `EXISTS (SELECT 1 FROM \`${table}\` WHERE \`${column}\` = ?1)`;
+  const [fences, rows] = await db.batch<{ since?: number; found?: number }>([
+    db.prepare("SELECT `since` FROM `store_fences` WHERE `store_id` = ?").bind(storeId),
+    db
+      .prepare(
+        `SELECT ${["products", "subscriptions", "webhook_secrets", "webhook_events"].map((table) => exists(table)).join(" OR ")}${global ? "" : ` OR ${exists("stores", "id")}`} AS found`,
+      )
+      .bind(storeId),
+  ]);
+  const fence = fences?.results[0] as { since: number } | undefined;
+  return { fence: fence ?? null, rows: (rows?.results[0] as { found: number } | undefined)?.found === 1 };
 }

@@ -8,7 +8,7 @@ import { homeNames } from "../db/shards";
 import { ApiError, messages, validationError } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
-import { moveBody, moveParams, runMove } from "../ops/routes";
+import { moveBody, moveParams, runMove, runRecovery } from "../ops/routes";
 import { listCalls, setFaultMode } from "../platform/fake";
 import { ownerFields } from "../products/serialize";
 import { FixtureDocument } from "./fixture-schema";
@@ -101,6 +101,7 @@ export const devRoutes = createRouter()
   .post("/stores/:id/move", moveParams, moveBody, async (c) =>
     c.json(await runMove(c.env, c.req.valid("param").id, c.req.valid("json").to)),
   )
+  .post("/stores/:id/move/recover", moveParams, async (c) => c.json(await runRecovery(c.env, c.req.valid("param").id)))
   .get("/upload", (c) => c.html(uploadPage))
   // The cheapest route of the Worker (no token, no D1, no Durable Object): `npm run bench` loads it
   // beside the real routes, as the ceiling of the runtime on the machine.

@@ -1,7 +1,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
 import { optionalSetting, setting } from "../config";
-import { MoveRefused, moveStore } from "../db/move";
+import { MoveRefused, moveStore, recoverMove } from "../db/move";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
@@ -33,6 +33,19 @@ export async function runMove(env: Env, storeId: string, to: string) {
 }
 
 /**
+ * Finishes a move that stopped part-way (src/db/move.ts, recoverMove) and returns what it found and did. Lasts
+ * about two seconds for a store still marked moving, plus the cleanup.
+ */
+export async function runRecovery(env: Env, storeId: string) {
+  try {
+    return await recoverMove(env, { storeId: storeId.toLowerCase() });
+  } catch (error) {
+    if (error instanceof MoveRefused) throw new ApiError(error.status, error.message);
+    throw error;
+  }
+}
+
+/**
  * The operator's routes of a deployment (`npm run store:move -- --url ...`), under `/api/v1/_ops`. They exist
  * only when the secret `STORE_MOVE_SECRET` is set, and answer only `Authorization: Bearer <that secret>`;
  * otherwise every one of them answers like an unknown route (no secret) or 401 (another bearer).
@@ -49,4 +62,5 @@ export const opsRoutes = createRouter()
   })
   .post("/stores/:id/move", moveParams, moveBody, async (c) =>
     c.json(await runMove(c.env, c.req.valid("param").id, c.req.valid("json").to)),
-  );
+  )
+  .post("/stores/:id/move/recover", moveParams, async (c) => c.json(await runRecovery(c.env, c.req.valid("param").id)));

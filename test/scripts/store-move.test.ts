@@ -7,6 +7,7 @@ describe("npm run store:move", () => {
   it("asks npm run dev's _dev route by default, and a deployment's _ops route with STORE_MOVE_SECRET", () => {
     expect(parseMoveArgs(["--store", store, "--to", "SHARD_1"], {})).toEqual({
       help: false,
+      recover: false,
       storeId: store.toLowerCase(),
       to: "SHARD_1",
       url: `http://localhost:8787/api/v1/_dev/stores/${store.toLowerCase()}/move`,
@@ -26,6 +27,31 @@ describe("npm run store:move", () => {
     expect(() => parseMoveArgs(["--to", "SHARD_1"], {})).toThrow(/--store needs a store id/);
     expect(() => parseMoveArgs(["--store", store, "--to", "DB"], {})).toThrow(/--to needs a shard/);
     expect(() => parseMoveArgs(["--store", store, "--to", "SHARD_1", "--shard", "x"], {})).toThrow(/Unknown option/);
+    expect(() => parseMoveArgs(["--store", store, "--recover", "--to", "SHARD_1"], {})).toThrow(
+      /--recover takes no --to/,
+    );
+  });
+
+  it("--recover asks the move's recover route, with no body", async () => {
+    const options = parseMoveArgs(["--store", store, "--recover"], { STORE_MOVE_SECRET: "s" });
+    expect(options).toEqual({
+      help: false,
+      recover: true,
+      storeId: store.toLowerCase(),
+      url: `http://localhost:8787/api/v1/_ops/stores/${store.toLowerCase()}/move/recover`,
+      secret: "s",
+    });
+    if (options.help) return;
+    const sent: RequestInit[] = [];
+    const report = { store_id: store, home: "SHARD_0", found: "moving", cleaned: ["SHARD_1"], opened: true };
+    await expect(
+      moveStore(options, async (_url, init) => {
+        sent.push(init ?? {});
+        return new Response(JSON.stringify(report), { status: 200 });
+      }),
+    ).resolves.toEqual(report);
+    expect(sent[0]?.body).toBeUndefined();
+    expect(sent[0]?.method).toBe("POST");
   });
 
   it("sends the shard with the secret as bearer, and says why the Worker refused", async () => {
@@ -36,6 +62,7 @@ describe("npm run store:move", () => {
     };
     const options = {
       help: false as const,
+      recover: false as const,
       storeId: store,
       to: "SHARD_1",
       url: "https://w/api/v1/_ops/x",
