@@ -14,13 +14,14 @@ export type MadeToken = {
   token: string;
   storeIds: string[];
   abilities: string[];
-  createdStores: { id: string; name: string }[];
+  /** `shard`: the shard a new store was placed on, when the database has shards. */
+  createdStores: { id: string; name: string; shard?: string }[];
 };
 export declare const usage: string;
 export declare function parseTokenArgs(argv: string[]): TokenOptions | { help: true };
 export declare function createToken(
   options: TokenOptions,
-  dependencies?: { run?: RunWrangler; newId?: () => string },
+  dependencies?: { run?: RunWrangler; newId?: () => string; config?: Record<string, unknown> },
 ): Promise<MadeToken>;
 export declare function describeToken(made: MadeToken, options: { local: boolean }): string;
 export declare function main(

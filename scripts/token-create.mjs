@@ -1,18 +1,39 @@
 // `npm run token:create -- --abilities ... [--store ID | --name NAME] [--local]`: creates an API token (and its
 // store when that does not exist yet) on the deployed D1 database, or with --local on the one `npm run dev`
 // uses, and prints the token once: only its SHA-256 is stored.
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { readWranglerConfig } from "./deploy.mjs";
 import {
   ABILITIES,
+  directoryCountsQuery,
   existingStoresQuery,
   newTokenSecret,
   parseAbilities,
   parseStoreIds,
   parseStoreName,
+  storeStatements,
   tokenStatements,
   UsageError,
 } from "./lib/api-token.mjs";
-import { isMain, mustRun, parseJsonOutput, requireLogin, runMain, runWrangler, ScriptError } from "./lib/wrangler.mjs";
+import {
+  existingShardCount,
+  leastLoadedShard,
+  localShardCount,
+  shardedConfigPath,
+  writeShardedConfig,
+} from "./lib/shards.mjs";
+import {
+  isMain,
+  mustRun,
+  parseJsonOutput,
+  projectRoot,
+  requireLogin,
+  runMain,
+  runWrangler,
+  ScriptError,
+} from "./lib/wrangler.mjs";
 
 export const usage = `Usage: npm run token:create -- --abilities LIST [--store ID]... [--name NAME] [--local [--persist-to DIR]] [--json]
 
@@ -62,21 +83,60 @@ export function parseTokenArgs(argv) {
 }
 
 /**
- * Creates the token (and its store if needed) through `run` (wrangler), and returns what was made.
- * The store check and the writes are two `d1 execute` calls; the writes are one batch.
+ * The shards a new store may be placed on (docs/scaling.md, "Placing a new store"), with the `--config` that
+ * binds them: locally the two of `npm run dev` (its wrangler.shards.toml), remotely the account's databases
+ * named like the global one with `-shard-<n>`, in a configuration written for this run (`remove` deletes it).
+ * Null when there are none: the store then lives in the global database, as before shards.
  */
-export async function createToken(options, { run = runWrangler, newId = () => crypto.randomUUID() } = {}) {
+async function shardsForPlacement(options, run, config) {
+  if (options.local)
+    return {
+      count: localShardCount,
+      configArgs: ["--config", await writeShardedConfig(localShardCount, undefined, shardedConfigPath)],
+      remove: async () => {},
+    };
+  const databaseName = (config.d1_databases ?? []).find((entry) => entry.binding === "DB")?.database_name;
+  if (!databaseName) throw new ScriptError("wrangler.toml has no d1_databases binding DB.");
+  let listed;
+  try {
+    listed = parseJsonOutput((await mustRun(run, "Listing D1 databases", ["d1", "list", "--json"])).stdout);
+  } catch (error) {
+    // The usual first failure against the account is a missing login: say how to log in instead.
+    await requireLogin(run, "npm run token:create");
+    throw error;
+  }
+  const count = existingShardCount(
+    databaseName,
+    listed.map((database) => database.name),
+  );
+  if (count === 0) return null;
+  const path = join(projectRoot, `wrangler.token-create.${process.pid}.toml`);
+  await writeShardedConfig(count, databaseName, path);
+  return { count, configArgs: ["--config", path], remove: () => rm(path, { force: true }) };
+}
+
+/**
+ * Creates the token (and its store if needed) through `run` (wrangler), and returns what was made. A new
+ * store is placed on the shard with the fewest stores when there are shards: its home copy of the `stores`
+ * row is written there first, then the global database's part (the store, its directory entry, the token)
+ * in one batch, as the fixture loader does. The store check and each database's writes are a `d1 execute`.
+ */
+export async function createToken(
+  options,
+  { run = runWrangler, newId = () => crypto.randomUUID(), config = undefined } = {},
+) {
   const target = options.local
     ? ["--local", ...(options.persistTo ? ["--persist-to", options.persistTo] : [])]
     : ["--remote"];
   const where = options.local ? "the local database" : "the deployed database";
-  const execute = async (doing, sql) => {
+  const execute = async (doing, sql, { binding = "DB", configArgs = [] } = {}) => {
     try {
       return await mustRun(run, `${doing} on ${where}`, [
         "d1",
         "execute",
-        "DB",
+        binding,
         ...target,
+        ...configArgs,
         "--json",
         "--yes",
         "--command",
@@ -110,8 +170,28 @@ export async function createToken(options, { run = runWrangler, newId = () => cr
     newStores = missing.map((id) => ({ id, name: options.name }));
   }
 
+  const now = Date.now();
+  if (newStores.length > 0) {
+    const shards = await shardsForPlacement(options, run, config ?? (await readWranglerConfig()));
+    if (shards) {
+      try {
+        const counts = parseJsonOutput((await execute("Reading the store directory", directoryCountsQuery)).stdout);
+        const shard = leastLoadedShard(
+          counts.flatMap((statement) => statement.results ?? []),
+          shards.count,
+        );
+        newStores = newStores.map((store) => ({ ...store, shard }));
+        await execute(`Writing the store to ${shard}`, storeStatements(newStores, now).join(";\n"), {
+          binding: shard,
+          configArgs: shards.configArgs,
+        });
+      } finally {
+        await shards.remove();
+      }
+    }
+  }
   const secret = newTokenSecret();
-  const statements = await tokenStatements({ secret, storeIds, abilities: options.abilities, newStores });
+  const statements = await tokenStatements({ secret, storeIds, abilities: options.abilities, newStores, now });
   await execute("Writing the token", statements.join(";\n"));
   return { token: secret, storeIds, abilities: options.abilities, createdStores: newStores };
 }
@@ -121,7 +201,7 @@ export function describeToken(made, { local }) {
   const stores = made.storeIds
     .map((id) => {
       const created = made.createdStores.find((store) => store.id === id);
-      return created ? `${id} (created: ${created.name})` : id;
+      return created ? `${id} (created: ${created.name}${created.shard ? `, on ${created.shard}` : ""})` : id;
     })
     .join("\n                ");
   const api = local ? "http://127.0.0.1:8787/api/v1" : "https://<your worker>.workers.dev/api/v1";

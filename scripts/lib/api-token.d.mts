@@ -8,11 +8,13 @@ export declare function newTokenSecret(): string;
 export declare function tokenHash(secret: string): Promise<string>;
 export declare function sqlString(value: unknown): string;
 export declare function existingStoresQuery(storeIds: string[]): string;
+export declare function storeStatements(newStores: { id: string; name: string }[], now?: number): string[];
+export declare const directoryCountsQuery: string;
 export declare function tokenStatements(input: {
   secret: string;
   storeIds: string[];
   abilities: string[];
-  newStores?: { id: string; name: string }[];
+  newStores?: { id: string; name: string; shard?: string | null }[];
   now?: number;
 }): Promise<string[]>;
 export const uuidPattern: RegExp;

@@ -79,15 +79,32 @@ export function existingStoresQuery(storeIds) {
 }
 
 /**
- * The statements that create the stores in `newStores` (skipped if one appeared meanwhile) and the token,
- * with the columns and encodings Drizzle uses for them (src/db/schema.ts): JSON arrays as text, booleans
- * as 0/1, times as milliseconds. A new store has an active plan and the default upload limit.
+ * The `stores` rows of `newStores` (skipped if one appeared meanwhile): the global database's, and the copy a
+ * store's shard keeps for its foreign keys (docs/scaling.md).
  */
-export async function tokenStatements({ secret, storeIds, abilities, newStores = [], now = Date.now() }) {
-  const statements = newStores.map(
+export function storeStatements(newStores, now = Date.now()) {
+  return newStores.map(
     (store) =>
       `INSERT INTO stores (id, name, plan_active, upload_limit_bytes, created_at) VALUES (${sqlString(store.id)}, ${sqlString(store.name)}, 1, NULL, ${now}) ON CONFLICT (id) DO NOTHING`,
   );
+}
+
+/** How many stores the directory has placed on each shard. */
+export const directoryCountsQuery = "SELECT shard, count(*) AS stores FROM store_directory GROUP BY shard";
+
+/**
+ * The statements that create the stores in `newStores` (skipped if one appeared meanwhile) and the token,
+ * with the columns and encodings Drizzle uses for them (src/db/schema.ts): JSON arrays as text, booleans
+ * as 0/1, times as milliseconds. A new store has an active plan and the default upload limit; one with a
+ * `shard` also gets its directory entry (its home copy of the row is written there first, storeStatements).
+ */
+export async function tokenStatements({ secret, storeIds, abilities, newStores = [], now = Date.now() }) {
+  const statements = storeStatements(newStores, now);
+  for (const store of newStores.filter((store) => store.shard)) {
+    statements.push(
+      `INSERT INTO store_directory (store_id, shard, version, placed_at, moving) VALUES (${sqlString(store.id)}, ${sqlString(store.shard)}, 1, ${now}, 0) ON CONFLICT (store_id) DO NOTHING`,
+    );
+  }
   statements.push(
     `INSERT INTO api_tokens (token_hash, store_ids, abilities, created_at) VALUES (${sqlString(await tokenHash(secret))}, ${sqlString(JSON.stringify(storeIds))}, ${sqlString(JSON.stringify(abilities))}, ${now})`,
   );

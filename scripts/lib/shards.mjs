@@ -26,6 +26,20 @@ export function existingShardCount(databaseName, names) {
   return n;
 }
 
+/**
+ * The shard a new store goes to: the one with the fewest stores in the directory (`counts`: rows of
+ * `{shard, stores}`), ties to the lowest n; the Worker's fixture loader places stores the same way
+ * (src/dev/fixtures.ts). Null without shards.
+ */
+export function leastLoadedShard(counts, count) {
+  let best = null;
+  for (let n = 0; n < count; n++) {
+    const stores = Number(counts.find((row) => row.shard === shardBinding(n))?.stores ?? 0);
+    if (best === null || stores < best.stores) best = { shard: shardBinding(n), stores };
+  }
+  return best?.shard ?? null;
+}
+
 /** wrangler.toml's text with `count` shard bindings appended, each migrated from migrations/ like DB. */
 export function shardedConfigText(configText, databaseName, count) {
   const blocks = Array.from(
