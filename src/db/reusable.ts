@@ -140,7 +140,7 @@ export function bound(name: string, column: DriverValueEncoder<never, unknown>):
 }
 
 /** A statement built for one request: prepared on the request's session when it runs or joins a batch. */
-export class BoundQuery<T> extends QueryPromise<T> implements RunnableQuery<T, "sqlite"> {
+class BoundQuery<T> extends QueryPromise<T> implements RunnableQuery<T, "sqlite"> {
   static override readonly [entityKind]: string = "BoundQuery";
   declare readonly _: { readonly dialect: "sqlite"; readonly result: T };
   private prepared: AsyncPrepared | undefined;
