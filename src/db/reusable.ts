@@ -38,7 +38,7 @@ import {
  * on a session that records what Drizzle asks of it: the SQL text, the placeholders, the selected fields
  * that map the rows back. Each request replays that on its own D1 session through the same session call
  * Drizzle makes (`prepareOneTimeQuery`), with the placeholders filled: the request gets the statement the
- * builder would have given it, usable alone or in `db.batch`, rows mapped by Drizzle as before.
+ * builder would have given it, usable alone or in `db.batch`, its rows mapped to the objects Drizzle makes.
  *
  * The rule that keeps a cached statement right: the builder sees only the shape, never the values, and the
  * cache is keyed by the whole shape. A value that changed the SQL would have to be in the shape to reach
@@ -172,6 +172,7 @@ class BoundQuery<T> extends QueryPromise<T> implements RunnableQuery<T, "sqlite"
       metadata,
       cacheConfig,
     );
+    // Drizzle's select sets this internal field on its prepared statement the same way, after preparing it.
     Object.assign(prepared, { joinsNotNullableMap: this.recording.joinsNotNullableMap });
     this.prepared = prepared;
     return prepared;
