@@ -1,11 +1,12 @@
 // Item 1 of `npm run bench`: request overhead through `wrangler dev`.
 //
-// Loads GET /products/{id}/cross-sells (one page of 25) and GET /subscriptions (no filter, 500 in the
-// store) with autocannon, beside GET /_dev/ping, the cheapest route of the same Worker (no token, no D1,
-// no Durable Object): on this machine, the ceiling of the runtime and of wrangler's dev proxy. The three
-// routes take turns within each round, so a ratio compares figures measured seconds apart and the
-// machine's noise (a shared 2-vCPU VM) mostly cancels. Unloaded latency is measured separately with
-// one request at a time (autocannon's histogram has 1 ms resolution, too coarse for a single request).
+// Loads GET /products/{id} (the product read), GET /products/{id}/cross-sells (one page of 25) and
+// GET /subscriptions (no filter, 500 in the store) with autocannon, beside GET /_dev/ping, the cheapest
+// route of the same Worker (no token, no D1, no Durable Object): on this machine, the ceiling of the
+// runtime and of wrangler's dev proxy. The routes take turns within each round, so a ratio compares
+// figures measured seconds apart and the machine's noise (a shared 2-vCPU VM) mostly cancels. Unloaded
+// latency is measured separately with one request at a time (autocannon's histogram has 1 ms resolution,
+// too coarse for a single request).
 //
 //   npm run bench:requests     this part alone; rewrites its block of docs/benchmarks.md
 import autocannon from "autocannon";
@@ -34,7 +35,7 @@ import {
   writeBlock,
 } from "./bench-lib.mjs";
 
-/** Rounds of the three routes; the median round is reported, min–max is the spread. */
+/** Rounds of the routes; the median round is reported, min–max is the spread. */
 const ROUNDS = 3;
 /** autocannon connections: enough to keep both the proxy and the Worker busy on two cores. */
 const CONNECTIONS = 10;
@@ -45,6 +46,7 @@ const SEQUENTIAL = 150;
 
 export const routes = [
   { name: "ping (ceiling)", path: "/_dev/ping", status: 204, ceiling: true },
+  { name: "product read", path: `/products/${benchIds.crossSellProduct}`, status: 200 },
   {
     name: `cross-sells (${benchSizes.crossSells} items)`,
     path: `/products/${benchIds.crossSellProduct}/cross-sells`,
@@ -120,8 +122,13 @@ export async function measureRequests(server) {
   });
 }
 
-/** D1 statements and round trips of one request of each route, on the counting Worker (bench-worker.ts). */
+/**
+ * D1 statements and round trips of a warm request of each route, on the counting Worker (bench-worker.ts):
+ * what every request but a token's first in an isolate makes, and so what the load above measures. Each
+ * route is called once first, so the token's own read (cold: one more trip) is not counted.
+ */
 export async function countRequests(countingServer) {
+  for (const route of routes) await call(countingServer, "GET", route.path, { expected: route.status });
   const counts = {};
   for (const route of routes) {
     const { response } = await call(countingServer, "GET", route.path, { expected: route.status });
@@ -158,7 +165,7 @@ export function requestsSection(results, counts, facts) {
         "p99 alone",
         "Throughput vs ping",
         "p50 alone vs ping",
-        "D1 statements in round trips",
+        "D1 statements in round trips (warm)",
       ],
       [1, 2, 3, 4, 5, 6, 7, 8],
       results.map((r) => [

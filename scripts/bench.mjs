@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark of docs/benchmarks.md in one run, written as one report.
 //
-//   1. request overhead: two real routes beside a trivial one of the same Worker (bench-requests.mjs)
+//   1. request overhead: three read routes beside a trivial one of the same Worker (bench-requests.mjs)
 //   2. conversion: complete through the Worker beside sharp (libvips), memory inside workerd per input,
 //      hostile inputs, two completes at once (bench-convert.mjs; docs/measuring-conversion.md)
 //   3. upload streaming: a 95 MB PUT through the Worker beside a plain server, and 1 GB in parts beside the

@@ -18,7 +18,7 @@ export type Caller = {
 export type AppEnv = {
   Bindings: Env;
   Variables: RequestIdVariables & {
-    /** The store's home database once the auth guard knows the store (before that: the global database). */
+    /** The store's home database, set by the auth guard once it knows the store (bearer routes only). */
     db: Database;
     /** The request's databases: the global one and each store home it opens. */
     databases: RequestDatabases;

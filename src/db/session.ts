@@ -21,14 +21,14 @@ export function sessionConstraint(method: string, bookmark: string | undefined):
 
 /**
  * Gives every request its databases (shards.ts), each a D1 session (Sessions API) opened on first use: read
- * routes may be served by a read replica near the Worker, writes go to the primary. `db` starts as the global
- * database; the auth guard replaces it with the store's home once it knows the store. The response carries
- * the bookmark of the store's home, tagged with it, for the next call.
+ * routes may be served by a read replica near the Worker, writes go to the primary. The auth guard sets `db`
+ * to the store's home once it knows the store; a warm read never opens the global database (its token is
+ * cached), so it is opened only by what asks for it (`databases.global()`). The response carries the
+ * bookmark of the store's home, tagged with it, for the next call.
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   const databases = new RequestDatabases(c.env, sessionConstraint(c.req.method, c.req.header(bookmarkHeader)));
   c.set("databases", databases);
-  c.set("db", databases.global());
   await next();
   const bookmark = databases.bookmark(c.var.home ?? legacyHome);
   if (bookmark) c.header(bookmarkHeader, bookmark);

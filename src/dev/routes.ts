@@ -87,7 +87,7 @@ export const devRoutes = createRouter()
     ),
     async (c) => {
       const { store_id: storeId, mode } = c.req.valid("json");
-      if (!(await setFaultMode(c.var.db, storeId.toLowerCase(), mode))) {
+      if (!(await setFaultMode(c.var.databases.global(), storeId.toLowerCase(), mode))) {
         throw validationError({ store_id: ["The store does not exist."] });
       }
       return c.body(null, 204);
@@ -95,7 +95,7 @@ export const devRoutes = createRouter()
   )
   .get("/platform/calls", zValidator("query", z.object({ store_id: z.uuid() }), validationHook), async (c) => {
     const { store_id: storeId } = c.req.valid("query");
-    return c.json({ items: await listCalls(c.var.db, storeId.toLowerCase()) });
+    return c.json({ items: await listCalls(c.var.databases.global(), storeId.toLowerCase()) });
   })
   // `npm run store:move` against `npm run dev` (docs/scaling.md, "Moving a store under traffic").
   .post("/stores/:id/move", moveParams, moveBody, async (c) =>

@@ -76,9 +76,10 @@ async function readToken(db: Database, wanted: string): Promise<VerifiedToken | 
  * A token read from D1 is trusted for `cacheSeconds` in this isolate, so revoking one takes that long.
  * A token one of whose stores is moving is read again from `primary`: a read replica behind the move's switch
  * would name the home the store is leaving (src/db/move.ts); only tokens of moving stores pay that trip.
+ * Both databases are opened only when the token is not cached.
  */
 async function authenticate(
-  db: Database,
+  db: () => Database,
   primary: () => Database,
   authorization: string | undefined,
   cacheSeconds: number,
@@ -87,7 +88,7 @@ async function authenticate(
   if (!match?.[1]) return null;
   const hash = await sha256Hex(match[1]);
   return tokenCache.resolve(hash, cacheSeconds, async (wanted) => {
-    const token = await readToken(db, wanted);
+    const token = await readToken(db(), wanted);
     return token?.moving ? readToken(primary(), wanted) : token;
   });
 }
@@ -172,9 +173,13 @@ export function resolveStore(
  */
 export function guard<S extends StoreRule>(options: GuardOptions<S>): MiddlewareHandler<GuardedEnv<S>> {
   return async (c, next) => {
-    const db = c.var.db;
     const cacheSeconds = setting(c.env, "TOKEN_CACHE_SECONDS");
-    const token = await authenticate(db, () => createDb(c.env.DB), c.req.header("Authorization"), cacheSeconds);
+    const token = await authenticate(
+      () => c.var.databases.global(),
+      () => createDb(c.env.DB),
+      c.req.header("Authorization"),
+      cacheSeconds,
+    );
     if (!token) throw new ApiError(401, messages.unauthenticated);
 
     // Spent from this isolate's leased slice; the token's limiter is asked only when the slice runs low.

@@ -1,5 +1,6 @@
 import { and, asc, eq, inArray, ne } from "drizzle-orm";
 import type { Database } from "../db/client";
+import { bound, ReusableQuery } from "../db/reusable";
 import { customFields, drafts, products, variants } from "../db/schema";
 import { ApiError, messages } from "../http/errors";
 import { DraftDocument } from "./draft-document";
@@ -14,12 +15,55 @@ export type ProductRow = typeof products.$inferSelect;
  * send it in one batch with what it reads next.
  */
 export function productInScope(db: Database, id: string, scope: readonly string[]) {
-  return db
+  const stores = Object.fromEntries(scope.map((storeId, i) => [`store${i}`, storeId]));
+  return productInScopeQuery.bind(db, scope.length, { id, ...stores });
+}
+
+/** {@link productInScope} by the number of stores in scope (their placeholders: `store0`, `store1`, …). */
+const productInScopeQuery = new ReusableQuery((db, stores: number) =>
+  db
     .select()
     .from(products)
-    .where(and(eq(products.id, id), inArray(products.storeId, [...scope]), ne(products.status, "archived")))
-    .limit(1);
-}
+    .where(
+      and(
+        eq(products.id, bound("id", products.id)),
+        inArray(
+          products.storeId,
+          Array.from({ length: stores }, (_, i) => bound(`store${i}`, products.storeId)),
+        ),
+        ne(products.status, "archived"),
+      ),
+    )
+    .limit(1),
+);
+
+/** The other statements of a product read, keyed by the product's id (placeholder `id`). */
+const variantsOfProduct = new ReusableQuery((db) =>
+  db
+    .select()
+    .from(variants)
+    .where(eq(variants.productId, bound("id", variants.productId)))
+    .orderBy(asc(variants.position)),
+);
+const customFieldsOfProduct = new ReusableQuery((db) =>
+  db
+    .select()
+    .from(customFields)
+    .where(eq(customFields.productId, bound("id", customFields.productId))),
+);
+const hasDraft = new ReusableQuery((db) =>
+  db
+    .select({ productId: drafts.productId })
+    .from(drafts)
+    .where(eq(drafts.productId, bound("id", drafts.productId))),
+);
+const draftOfProduct = new ReusableQuery((db) =>
+  db
+    .select()
+    .from(drafts)
+    .where(eq(drafts.productId, bound("id", drafts.productId)))
+    .limit(1),
+);
 
 /** The row of {@link productInScope}, answering 404 with the specification's message when there is none. */
 export function foundProduct(rows: ProductRow[], id: string): ProductRow {
@@ -52,9 +96,9 @@ export async function readLiveProduct(
 ): Promise<{ product: ProductRow; resource: Product }> {
   const [productRows, variantRows, fieldRows, draftRows] = await db.batch([
     productInScope(db, id, scope),
-    db.select().from(variants).where(eq(variants.productId, id)).orderBy(asc(variants.position)),
-    db.select().from(customFields).where(eq(customFields.productId, id)),
-    db.select({ productId: drafts.productId }).from(drafts).where(eq(drafts.productId, id)),
+    variantsOfProduct.bind(db, null, { id }),
+    customFieldsOfProduct.bind(db, null, { id }),
+    hasDraft.bind(db, null, { id }),
   ]);
   const product = foundProduct(productRows, id);
   return { product, resource: liveProductView(product, variantRows, fieldRows, draftRows.length > 0) };
@@ -71,7 +115,7 @@ export async function findDraft(db: Database, productId: string) {
 export async function readProductAndDraft(db: Database, id: string, scope: readonly string[]) {
   const [productRows, draftRows] = await db.batch([
     productInScope(db, id, scope),
-    db.select().from(drafts).where(eq(drafts.productId, id)).limit(1),
+    draftOfProduct.bind(db, null, { id }),
   ]);
   const product = foundProduct(productRows, id);
   const [draft] = draftRows;

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
+import { bound, ReusableQuery } from "../db/reusable";
 import { subscriptions } from "../db/schema";
 import type { Search, SubscriptionListRequest, TimeRange } from "./filters";
 import { type Subscription, subscriptionSearchSeparator, subscriptionView } from "./resource";
@@ -34,16 +35,18 @@ function term(column: SQLiteColumn, indexable: boolean): SQL {
   return indexable ? sql`${column}` : sql`+${column}`;
 }
 
-function equals(column: SQLiteColumn, value: string, indexable: boolean): SQL {
-  return sql`${term(column, indexable)} = ${sql.param(value, column)}`;
+/** The column equal to the value of the placeholder `name`. */
+function equals(column: SQLiteColumn, name: string, indexable: boolean): SQL {
+  return sql`${term(column, indexable)} = ${bound(name, column)}`;
 }
 
-function inRange(column: SQLiteColumn, range: TimeRange | undefined, indexable: boolean): SQL[] {
+/** The range `name` of the shape: its `<name>From` and `<name>Until` placeholders, for the ends it has. */
+function inRange(column: SQLiteColumn, name: RangeName, range: RangeShape | undefined, indexable: boolean): SQL[] {
   if (!range) return [];
   // A NULL time (never canceled, no period) fails both comparisons, so ranges skip those rows.
   return [
-    ...(range.from ? [sql`${term(column, indexable)} >= ${sql.param(range.from, column)}`] : []),
-    ...(range.until ? [sql`${term(column, indexable)} < ${sql.param(range.until, column)}`] : []),
+    ...(range.from ? [sql`${term(column, indexable)} >= ${bound(`${name}From`, column)}`] : []),
+    ...(range.until ? [sql`${term(column, indexable)} < ${bound(`${name}Until`, column)}`] : []),
   ];
 }
 
@@ -92,14 +95,85 @@ export function searchPhrase(needle: string): string {
  */
 type TextHalf = { half: "lookup" | "walk"; few: SQL };
 
-function matches(search: Search, lead: Leader | null, text: TextHalf | undefined): SQL {
-  if (search.kind === "email") return equals(subscriptions.customerEmailKey, search.key, lead === "email");
+/**
+ * The parts of a list request that decide its SQL; every value goes in a placeholder (see
+ * {@link listValues}). A text search's shape says which of the three ways it is searched: `straddling` (the
+ * needle holds the separator of the key's names: matches nothing), `indexed` (the trigram index can find it)
+ * or `scanned` (too short for the index, or a NUL).
+ */
+type ListShape = {
+  sort: SubscriptionListRequest["sort"];
+  status: boolean;
+  customer: boolean;
+  product: boolean;
+  variant: boolean;
+  created?: RangeShape;
+  canceled?: RangeShape;
+  periodEnd?: RangeShape;
+  search?: "email" | "straddling" | "indexed" | "scanned";
+};
+type RangeShape = { from: boolean; until: boolean };
+type RangeName = "created" | "canceled" | "periodEnd";
+
+function rangeShape(range: TimeRange | undefined): RangeShape | undefined {
+  return range ? { from: Boolean(range.from), until: Boolean(range.until) } : undefined;
+}
+
+function searchShape(search: Search | undefined): ListShape["search"] {
+  if (!search) return undefined;
+  if (search.kind === "email") return "email";
+  if (search.needle.includes(subscriptionSearchSeparator)) return "straddling";
+  return indexableNeedle(search.needle) ? "indexed" : "scanned";
+}
+
+function listShape(request: SubscriptionListRequest): ListShape {
+  return {
+    sort: request.sort,
+    status: Boolean(request.status),
+    customer: Boolean(request.customerId),
+    product: Boolean(request.productId),
+    variant: Boolean(request.variantId),
+    created: rangeShape(request.created),
+    canceled: rangeShape(request.canceled),
+    periodEnd: rangeShape(request.currentPeriodEnd),
+    search: searchShape(request.search),
+  };
+}
+
+/** The values of a list's placeholders; a value the shape has no placeholder for is not read. */
+function listValues(storeId: string, request: SubscriptionListRequest, maxHits: number): Record<string, unknown> {
+  const { search } = request;
+  return {
+    storeId,
+    status: request.status,
+    customerId: request.customerId,
+    productId: request.productId,
+    variantId: request.variantId,
+    createdFrom: request.created?.from,
+    createdUntil: request.created?.until,
+    canceledFrom: request.canceled?.from,
+    canceledUntil: request.canceled?.until,
+    periodEndFrom: request.currentPeriodEnd?.from,
+    periodEndUntil: request.currentPeriodEnd?.until,
+    emailKey: search?.kind === "email" ? search.key : undefined,
+    needle: search?.kind === "text" ? search.needle : undefined,
+    phrase: search?.kind === "text" ? searchPhrase(search.needle) : undefined,
+    // Past any real table size the page is empty anyway; capping keeps the bound value an exact integer.
+    offset: Math.min((request.page - 1) * request.perPage, Number.MAX_SAFE_INTEGER),
+    perPage: request.perPage,
+    maxHits,
+    maxHitsAndOne: maxHits + 1,
+  };
+}
+
+function matches(search: NonNullable<ListShape["search"]>, lead: Leader | null, text: TextHalf | undefined): SQL {
+  if (search === "email") return equals(subscriptions.customerEmailKey, "emailKey", lead === "email");
   // The needle would straddle two names of the key, and no single name holds the separator.
-  if (search.needle.includes(subscriptionSearchSeparator)) return sql`0`;
+  if (search === "straddling") return sql`0`;
   // instr() compares plainly: `%` and `_` are literal, unlike LIKE, and nothing needs escaping. It decides
   // every match, also behind the index, so the index only has to find a superset (a row the index still
   // lists after an INSERT OR REPLACE, which fires no delete trigger, is never answered).
-  const found = sql`instr(${subscriptions.searchText}, ${search.needle}) > 0`;
+  const found = sql`instr(${subscriptions.searchText}, ${sql.placeholder("needle")}) > 0`;
   if (lead !== "text" || text?.half !== "lookup") return found;
   return sql`${subscriptions}.rowid IN (SELECT rowid FROM ${hitsTable} WHERE ${text.few}) AND ${found}`;
 }
@@ -119,12 +193,12 @@ type Leader = "customer" | "email" | "variant" | "product" | "text";
  * lookups as the index has hits, where the id's index bounds the work, so an id still leads. Shorter
  * text cannot be looked up: it is tested on each subscription the other filters leave.
  */
-function leader(request: SubscriptionListRequest): Leader | null {
-  if (request.customerId) return "customer";
-  if (request.search?.kind === "email") return "email";
-  if (request.variantId) return "variant";
-  if (request.productId) return "product";
-  if (request.search?.kind === "text" && indexableNeedle(request.search.needle)) return "text";
+function leader(shape: ListShape): Leader | null {
+  if (shape.customer) return "customer";
+  if (shape.search === "email") return "email";
+  if (shape.variant) return "variant";
+  if (shape.product) return "product";
+  if (shape.search === "indexed") return "text";
   return null;
 }
 
@@ -133,8 +207,8 @@ function leader(request: SubscriptionListRequest): Leader | null {
  * `subscriptions_store_*` indexes. Subscriptions hidden by their customer are listed like any other.
  * An indexable text search is two conditions, one per half (`text`); without it, the walk alone.
  */
-function listCondition(storeId: string, request: SubscriptionListRequest, text?: TextHalf): SQL {
-  const lead = leader(request);
+function listCondition(shape: ListShape, text?: TextHalf): SQL {
+  const lead = leader(shape);
   const lookup = lead === "text" && text?.half === "lookup";
   // The walk plans as a search without the index did: the column filters choose their index.
   const free = lead === null || (lead === "text" && !lookup);
@@ -143,25 +217,90 @@ function listCondition(storeId: string, request: SubscriptionListRequest, text?:
   const store =
     lead === "text" && text?.half === "walk"
       ? // NULL when the lookup half answers: the index search finds no store, and the walk ends at once.
-        sql`${subscriptions.storeId} = (CASE WHEN ${text.few} THEN NULL ELSE ${sql.param(storeId, subscriptions.storeId)} END)`
-      : equals(subscriptions.storeId, storeId, listIndex);
+        sql`${subscriptions.storeId} = (CASE WHEN ${text.few} THEN NULL ELSE ${bound("storeId", subscriptions.storeId)} END)`
+      : equals(subscriptions.storeId, "storeId", listIndex);
   const conditions: SQL[] = [
     store,
-    ...(request.status ? [equals(subscriptions.status, request.status, free)] : []),
-    ...(request.customerId ? [equals(subscriptions.customerId, request.customerId, lead === "customer")] : []),
-    ...(request.productId ? [equals(subscriptions.productId, request.productId, lead === "product")] : []),
-    ...(request.variantId ? [equals(subscriptions.variantId, request.variantId, lead === "variant")] : []),
+    ...(shape.status ? [equals(subscriptions.status, "status", free)] : []),
+    ...(shape.customer ? [equals(subscriptions.customerId, "customerId", lead === "customer")] : []),
+    ...(shape.product ? [equals(subscriptions.productId, "productId", lead === "product")] : []),
+    ...(shape.variant ? [equals(subscriptions.variantId, "variantId", lead === "variant")] : []),
     // Every list index holds created_at right after its leading column, so this range always helps.
-    ...inRange(subscriptions.createdAt, request.created, listIndex),
-    ...inRange(subscriptions.canceledAt, request.canceled, free),
-    ...inRange(subscriptions.currentPeriodEnd, request.currentPeriodEnd, free),
-    ...(request.search ? [matches(request.search, lead, text)] : []),
+    ...inRange(subscriptions.createdAt, "created", shape.created, listIndex),
+    ...inRange(subscriptions.canceledAt, "canceled", shape.canceled, free),
+    ...inRange(subscriptions.currentPeriodEnd, "periodEnd", shape.periodEnd, free),
+    ...(shape.search ? [matches(shape.search, lead, text)] : []),
   ];
   return and(...conditions) as SQL;
 }
 
 /** Tuning of the list statements; tests lower the bound to reach the walk with a few rows. */
 type ListOptions = { maxIndexHits?: number };
+
+function listOrder(shape: ListShape) {
+  const direction = shape.sort === "created_at" ? asc : desc;
+  return [direction(subscriptions.createdAt), direction(subscriptions.id)];
+}
+
+/** The list of index hits of an indexed search (at most the bound plus one), and whether they are few. */
+function indexHits(db: Database) {
+  const hits = db.$with(hitsName).as(
+    db
+      .select({ rowid: sql<number>`rowid`.as("rowid") })
+      .from(sql`${searchIndex}`)
+      .where(sql`${searchIndex} MATCH ${sql.placeholder("phrase")}`)
+      .limit(sql.placeholder("maxHitsAndOne")),
+  );
+  const few = sql`(SELECT count(*) FROM ${hitsTable}) <= ${sql.placeholder("maxHits")}`;
+  return { hits, few };
+}
+
+/** One page of a list, by shape; built once per isolate for each shape (src/db/reusable.ts). */
+const listPage = new ReusableQuery((db, shape: ListShape) => {
+  if (leader(shape) !== "text") {
+    return db
+      .select(resourceColumns)
+      .from(subscriptions)
+      .where(listCondition(shape))
+      .orderBy(...listOrder(shape))
+      .limit(sql.placeholder("perPage"))
+      .offset(sql.placeholder("offset"));
+  }
+  const { hits, few } = indexHits(db);
+  return db
+    .with(hits)
+    .select(resourceColumns)
+    .from(subscriptions)
+    .where(listCondition(shape, { half: "lookup", few }))
+    .unionAll(
+      db
+        .select(resourceColumns)
+        .from(subscriptions)
+        .where(listCondition(shape, { half: "walk", few })),
+    )
+    .orderBy(...listOrder(shape))
+    .limit(sql.placeholder("perPage"))
+    .offset(sql.placeholder("offset"));
+});
+
+/** The filtered count of a list, by shape. */
+const listCount = new ReusableQuery((db, shape: ListShape) => {
+  // count(*) lets SQLite answer from the narrowest index that holds the filtered columns.
+  if (leader(shape) !== "text") return db.select({ total: count() }).from(subscriptions).where(listCondition(shape));
+  const { hits, few } = indexHits(db);
+  const matching = db
+    .select({ one: sql<number>`1`.as("one") })
+    .from(subscriptions)
+    .where(listCondition(shape, { half: "lookup", few }))
+    .unionAll(
+      db
+        .select({ one: sql<number>`1`.as("one") })
+        .from(subscriptions)
+        .where(listCondition(shape, { half: "walk", few })),
+    )
+    .as("matching");
+  return db.with(hits).select({ total: count() }).from(matching);
+});
 
 /**
  * The two statements of a list: one page in a total order (creation time, then id, both in the sort's
@@ -178,59 +317,9 @@ export function listStatements(
   request: SubscriptionListRequest,
   options: ListOptions = {},
 ) {
-  const direction = request.sort === "created_at" ? asc : desc;
-  const order = [direction(subscriptions.createdAt), direction(subscriptions.id)];
-  // Past any real table size the page is empty anyway; capping keeps the bound value an exact integer.
-  const offset = Math.min((request.page - 1) * request.perPage, Number.MAX_SAFE_INTEGER);
-  if (leader(request) !== "text" || request.search?.kind !== "text") {
-    const where = listCondition(storeId, request);
-    return {
-      page: db
-        .select(resourceColumns)
-        .from(subscriptions)
-        .where(where)
-        .orderBy(...order)
-        .limit(request.perPage)
-        .offset(offset),
-      // count(*) lets SQLite answer from the narrowest index that holds the filtered columns.
-      count: db.select({ total: count() }).from(subscriptions).where(where),
-    };
-  }
-
-  const maxHits = options.maxIndexHits ?? defaultMaxIndexHits;
-  const hits = db.$with(hitsName).as(
-    db
-      .select({ rowid: sql<number>`rowid`.as("rowid") })
-      .from(sql`${searchIndex}`)
-      .where(sql`${searchIndex} MATCH ${searchPhrase(request.search.needle)}`)
-      .limit(maxHits + 1),
-  );
-  const few = sql`(SELECT count(*) FROM ${hitsTable}) <= ${maxHits}`;
-  const lookup = listCondition(storeId, request, { half: "lookup", few });
-  const walk = listCondition(storeId, request, { half: "walk", few });
-  const matching = db
-    .select({ one: sql<number>`1`.as("one") })
-    .from(subscriptions)
-    .where(lookup)
-    .unionAll(
-      db
-        .select({ one: sql<number>`1`.as("one") })
-        .from(subscriptions)
-        .where(walk),
-    )
-    .as("matching");
-  return {
-    page: db
-      .with(hits)
-      .select(resourceColumns)
-      .from(subscriptions)
-      .where(lookup)
-      .unionAll(db.select(resourceColumns).from(subscriptions).where(walk))
-      .orderBy(...order)
-      .limit(request.perPage)
-      .offset(offset),
-    count: db.with(hits).select({ total: count() }).from(matching),
-  };
+  const shape = listShape(request);
+  const values = listValues(storeId, request, options.maxIndexHits ?? defaultMaxIndexHits);
+  return { page: listPage.bind(db, shape, values), count: listCount.bind(db, shape, values) };
 }
 
 /** One page of a store's subscriptions and the filtered total, read in one D1 round trip. */

@@ -1,5 +1,6 @@
-import { and, asc, count, eq, isNotNull } from "drizzle-orm";
+import { and, asc, count, eq, isNotNull, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
+import { bound, ReusableQuery } from "../../db/reusable";
 import { crossSells } from "../../db/schema";
 import { type CrossSell, type CrossSellRecord, completeCrossSell } from "./resource";
 
@@ -19,18 +20,23 @@ const complete = and(
  * count, unexecuted, so the route sends them in one batch with the product's own lookup.
  */
 export function liveCrossSellQueries(db: Database, productId: string, page: number, perPage: number) {
-  const ofProduct = and(eq(crossSells.ownerProductId, productId), complete);
   return [
-    db
-      .select()
-      .from(crossSells)
-      .where(ofProduct)
-      .orderBy(asc(crossSells.position))
-      .limit(perPage)
-      .offset((page - 1) * perPage),
-    db.select({ total: count() }).from(crossSells).where(ofProduct),
+    crossSellPage.bind(db, null, { productId, limit: perPage, offset: (page - 1) * perPage }),
+    crossSellCount.bind(db, null, { productId }),
   ] as const;
 }
+
+const ofProduct = and(eq(crossSells.ownerProductId, bound("productId", crossSells.ownerProductId)), complete);
+const crossSellPage = new ReusableQuery((db) =>
+  db
+    .select()
+    .from(crossSells)
+    .where(ofProduct)
+    .orderBy(asc(crossSells.position))
+    .limit(sql.placeholder("limit"))
+    .offset(sql.placeholder("offset")),
+);
+const crossSellCount = new ReusableQuery((db) => db.select({ total: count() }).from(crossSells).where(ofProduct));
 
 type CrossSellRow = typeof crossSells.$inferSelect;
 
