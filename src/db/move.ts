@@ -82,6 +82,12 @@ async function directoryEntry(db: D1Database, storeId: string): Promise<Entry> {
     .first<{ shard: string; version: number; moving: number }>();
 }
 
+/** Refuses (404) a store the global database does not know. */
+async function requireStore(env: Env, storeId: string): Promise<void> {
+  const store = await env.DB.prepare("SELECT `id` FROM `stores` WHERE `id` = ?").bind(storeId).first();
+  if (!store) throw new MoveRefused(404, `Store ${storeId} not found.`);
+}
+
 /** Checks the request against the directory; answers the store's current home and entry. */
 async function plan(env: Env, storeId: string, to: string): Promise<{ from: string; entry: Entry }> {
   const shards = shardNames(env);
@@ -91,8 +97,7 @@ async function plan(env: Env, storeId: string, to: string): Promise<{ from: stri
       `${to} is not a shard of this Worker (its shards: ${shards.join(", ") || "none"}); a store moves to a SHARD_<n>.`,
     );
   }
-  const store = await env.DB.prepare("SELECT `id` FROM `stores` WHERE `id` = ?").bind(storeId).first();
-  if (!store) throw new MoveRefused(404, `Store ${storeId} not found.`);
+  await requireStore(env, storeId);
   const entry = await directoryEntry(env.DB, storeId);
   const from = entry?.shard ?? legacyHome;
   if (from === to) throw new MoveRefused(409, `Store ${storeId} already lives in ${to}; nothing to move.`);
@@ -254,8 +259,7 @@ type RecoverOptions = {
 export async function recoverMove(env: Env, options: RecoverOptions): Promise<RecoveryReport> {
   const { storeId } = options;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const store = await env.DB.prepare("SELECT `id` FROM `stores` WHERE `id` = ?").bind(storeId).first();
-  if (!store) throw new MoveRefused(404, `Store ${storeId} not found.`);
+  await requireStore(env, storeId);
   const entry = await directoryEntry(env.DB, storeId);
   const home = entry?.shard ?? legacyHome;
   let version = entry?.version ?? null;
@@ -298,19 +302,21 @@ export async function recoverMove(env: Env, options: RecoverOptions): Promise<Re
 }
 
 /**
- * The store's fence in `db`, and whether `db` holds rows of it: any table's (children come with their product),
- * its `stores` row included except in DB, where that row is the global one.
+ * The store's fence in `db`, and whether `db` holds rows of it in any of the move's tables (move-rows.ts), its
+ * `stores` row left out in DB, where that row is the global one.
  */
 async function storeTraces(db: D1Database, storeId: string, global: boolean) {
-  const exists = (table: string, column = "store_id") => `EXISTS (SELECT 1 FROM \`${table}\` WHERE \`${column}\` = ?1)`;
-  const [fences, rows] = await db.batch<{ since?: number; found?: number }>([
+  const tables = storeTables.filter((table) => !(global && table.name === "stores"));
+  // Each table's condition binds the store id once.
+  const rows = db
+    .prepare(
+      `SELECT ${tables.map((table) => `EXISTS (SELECT 1 FROM \`${table.name}\` WHERE ${table.where})`).join(" OR ")} AS found`,
+    )
+    .bind(...tables.map(() => storeId));
+  const [fences, found] = await db.batch<{ since?: number; found?: number }>([
     db.prepare("SELECT `since` FROM `store_fences` WHERE `store_id` = ?").bind(storeId),
-    db
-      .prepare(
-        `SELECT ${["products", "subscriptions", "webhook_secrets", "webhook_events"].map((table) => exists(table)).join(" OR ")}${global ? "" : ` OR ${exists("stores", "id")}`} AS found`,
-      )
-      .bind(storeId),
+    rows,
   ]);
   const fence = fences?.results[0] as { since: number } | undefined;
-  return { fence: fence ?? null, rows: (rows?.results[0] as { found: number } | undefined)?.found === 1 };
+  return { fence: fence ?? null, rows: (found?.results[0] as { found: number } | undefined)?.found === 1 };
 }
