@@ -417,6 +417,23 @@ describe("store:move refusals and failures", () => {
       to: store.to,
     });
     expect(await directory(store.storeId)).toMatchObject({ shard: store.to, moving: 0 });
+    // The recovery route sits behind the same secret: a settled store comes back unchanged.
+    const opsRecover = (bearer?: string) =>
+      app.fetch(
+        new Request(`${origin}/api/v1/_ops/stores/${store.storeId}/move/recover`, {
+          method: "POST",
+          headers: bearer ? { Authorization: `Bearer ${bearer}` } : {},
+        }),
+        { ...env, DEV_FIXTURES: "off", TOKEN_CACHE_SECONDS: "0", STORE_MOVE_SECRET: "s3cret" } as Env,
+        createExecutionContext(),
+      );
+    expect(await expectJson(await opsRecover("wrong"), 401)).toEqual({ message: "Unauthenticated." });
+    expect(await expectJson(await opsRecover("s3cret"), 200)).toMatchObject({
+      home: store.to,
+      found: "settled",
+      opened: false,
+      cleaned: [],
+    });
   }, 20_000);
 });
 
