@@ -140,6 +140,43 @@ export function onAbort(cleanup) {
   return () => cleanups.delete(cleanup);
 }
 
+/**
+ * Runs `fn(dev)` with a throwaway directory for `wrangler dev --persist-to` (`dev.persistTo`, kept with `keep`)
+ * and at most one dev server on it at a time: `dev.start(options)` stops the one running and starts another
+ * (a free port, the directory, only its errors shown, then `options`), `dev.stop()` stops it. Whatever is
+ * running is stopped, and the directory removed, when `fn` ends or the run is aborted.
+ */
+export async function withPersistedDevServer(prefix, { keep = false } = {}, fn) {
+  const persistTo = await mkdtemp(join(tmpdir(), `${prefix}-`));
+  let server = null;
+  const stop = async () => {
+    await server?.stop();
+    server = null;
+  };
+  const cleanUp = async () => {
+    await stop();
+    if (!keep) await rm(persistTo, { recursive: true, force: true });
+  };
+  const unregister = onAbort(cleanUp);
+  try {
+    log(`persist directory ${persistTo}`);
+    const start = async (options = {}) => {
+      await stop();
+      server = await startDevServer({
+        port: await freePort(),
+        persistTo,
+        stdio: ["ignore", "ignore", "inherit"],
+        ...options,
+      });
+      return server;
+    };
+    return await fn({ persistTo, start, stop });
+  } finally {
+    await cleanUp();
+    unregister();
+  }
+}
+
 /** The steps under way, outermost first, so a timeout or the watchdog can say where the run was. */
 const activeSteps = [];
 export const currentStep = () => (activeSteps.length ? activeSteps.join(" > ") : "outside any step");

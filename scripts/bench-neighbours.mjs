@@ -7,8 +7,7 @@
 //
 //   npm run bench:neighbours            writes section 10 of docs/benchmarks.md
 //   npm run bench:neighbours -- --keep  keeps the persist directory (~2 GB) for a look with sqlite3
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import {
@@ -17,10 +16,10 @@ import {
   log,
   machineFacts,
   machineLine,
-  onAbort,
   runMain,
   seededRandom,
   step,
+  withPersistedDevServer,
   writeBlock,
 } from "./bench-lib.mjs";
 import {
@@ -32,7 +31,7 @@ import {
   storeWorld,
   subscriptionRow,
 } from "./bench-subscriptions.mjs";
-import { freePort, loadFixture, startDevServer } from "./dev-server.mjs";
+import { loadFixture } from "./dev-server.mjs";
 
 const MEASURED_ROWS = 20_000;
 const NEIGHBOUR_STORES = 100;
@@ -133,23 +132,10 @@ function loadData(files, searchText) {
 
 /** Loads, measures and returns a row per shape: endpoint and SQL p50 for each store. */
 export async function benchNeighbours({ keep = false } = {}) {
-  let server = null;
-  const persistTo = await mkdtemp(join(tmpdir(), "bench-neighbours-"));
-  const cleanUp = async () => {
-    await server?.stop();
-    server = null;
-    if (!keep) await rm(persistTo, { recursive: true, force: true });
-  };
-  const unregister = onAbort(cleanUp);
-  try {
-    log(`persist directory ${persistTo}`);
+  return withPersistedDevServer("bench-neighbours", { keep }, async ({ persistTo, start, stop }) => {
     const app = await loadAppQueryCode();
     // The stores are placed by the fixture loader, as any store is: the first on SHARD_0, the next on SHARD_1.
-    server = await startDevServer({
-      port: await freePort(),
-      persistTo,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    let server = await start();
     await loadFixture(server.url, {
       stores: [
         { id: QUIET_STORE, name: "Alone on its shard" },
@@ -161,8 +147,7 @@ export async function benchNeighbours({ keep = false } = {}) {
         abilities: ["subscriptions:read"],
       })),
     });
-    await server.stop();
-    server = null;
+    await stop();
 
     const files = await databaseFiles(persistTo);
     log(
@@ -172,13 +157,8 @@ export async function benchNeighbours({ keep = false } = {}) {
     log(`loaded: the busy shard's file is ${(facts.busyBytes / 2 ** 30).toFixed(2)} GiB`);
     const list = shapes(facts);
 
-    server = await startDevServer({
-      port: await freePort(),
-      persistTo,
-      // The bench sends far more than the general per-token limit allows.
-      extraArgs: ["--var", "API_LIMIT_PER_MINUTE:100000000"],
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    // The bench sends far more than the general per-token limit allows.
+    server = await start({ extraArgs: ["--var", "API_LIMIT_PER_MINUTE:100000000"] });
     log(`wrangler dev at ${server.url}; warming up, then timing both stores shape by shape`);
     for (let i = 0; i < SERVER_WARMUP; i++) {
       await requestOnce(server.url, list[1], tokenOf(QUIET_STORE));
@@ -191,8 +171,7 @@ export async function benchNeighbours({ keep = false } = {}) {
       endpoint.push({ quiet, busy });
       log(`  ${shape.name}: p50 ${quiet.p50.toFixed(2)} ms alone, ${busy.p50.toFixed(2)} ms beside a million`);
     }
-    await server.stop();
-    server = null;
+    await stop();
 
     log("timing the same SQL on each shard's file");
     const quietDb = new DatabaseSync(files.quiet, { readOnly: true });
@@ -208,10 +187,7 @@ export async function benchNeighbours({ keep = false } = {}) {
     quietDb.close();
     busyDb.close();
     return { rows, busyBytes: facts.busyBytes };
-  } finally {
-    await cleanUp();
-    unregister();
-  }
+  });
 }
 
 const ms = (value) => (value < 10 ? value.toFixed(2) : value.toFixed(1));

@@ -15,8 +15,7 @@
 //
 // The SQL is not written twice: the script bundles src/subscriptions (filters.ts, query.ts) with
 // esbuild and asks it for the statements of each shape, exactly as the Worker builds them.
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { build } from "esbuild";
@@ -26,15 +25,15 @@ import {
   log,
   machineFacts,
   machineLine,
-  onAbort,
   percentile,
   projectRoot,
   runMain,
   seededRandom,
   step,
+  withPersistedDevServer,
   writeBlock,
 } from "./bench-lib.mjs";
-import { applyLocalMigrations, freePort, loadFixture, startDevServer, wrangler } from "./dev-server.mjs";
+import { applyLocalMigrations, loadFixture, wrangler } from "./dev-server.mjs";
 
 const MAIN_ROWS = 200_000;
 const OTHER_ROWS = 50_000;
@@ -561,16 +560,7 @@ export const subscriptionsHeading = "## 4. Subscriptions at scale";
  * total the endpoint and the SQL disagree on.
  */
 export async function benchSubscriptions({ plansOnly = false, keep = false } = {}) {
-  let server = null;
-  const persistTo = await mkdtemp(join(tmpdir(), "bench-subscriptions-"));
-  const cleanUp = async () => {
-    await server?.stop();
-    server = null;
-    if (!keep) await rm(persistTo, { recursive: true, force: true });
-  };
-  const unregister = onAbort(cleanUp);
-  try {
-    log(`persist directory ${persistTo}`);
+  return withPersistedDevServer("bench-subscriptions", { keep }, async ({ persistTo, start, stop }) => {
     const app = await loadAppQueryCode();
     // Sharding off: the bench loads its rows straight into DB and measures one database.
     await applyLocalMigrations(persistTo, { shards: 0 });
@@ -605,12 +595,9 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
     log("every shape searches an index (free-text search aside)");
     if (plansOnly) return null;
 
-    server = await startDevServer({
-      port: await freePort(),
-      persistTo,
+    const server = await start({
       // The bench sends far more than the general per-token limit allows.
       extraArgs: ["--var", "API_LIMIT_PER_MINUTE:100000000"],
-      stdio: ["ignore", "ignore", "inherit"],
       // The rows above went straight into DB: the store must live there too.
       shards: 0,
     });
@@ -626,8 +613,7 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
       endpoint.push(await endpointTimes(server.url, shape));
       log(`  ${shape.name}: p50 ${ms(endpoint.at(-1).p50)} ms, p95 ${ms(endpoint.at(-1).p95)} ms`);
     }
-    await server.stop();
-    server = null;
+    await stop();
 
     log("timing the same SQL on the same file");
     const db = new DatabaseSync(file, { readOnly: true });
@@ -643,10 +629,7 @@ export async function benchSubscriptions({ plansOnly = false, keep = false } = {
     }
     db.close();
     return { rows, sqliteVersion, bytesPerSubscription: facts.bytesPerSubscription };
-  } finally {
-    await cleanUp();
-    unregister();
-  }
+  });
 }
 
 if (isMain(import.meta.url)) {
