@@ -88,23 +88,17 @@ export function parseTokenArgs(argv) {
  * named like the global one with `-shard-<n>`, in a configuration written for this run (`remove` deletes it).
  * Null when there are none: the store then lives in the global database, as before shards.
  */
-async function shardsForPlacement(options, run, config) {
+async function shardsForPlacement(options, wrangle, readConfig) {
   if (options.local)
     return {
       count: localShardCount,
       configArgs: ["--config", await writeShardedConfig(localShardCount, undefined, shardedConfigPath)],
       remove: async () => {},
     };
+  const config = await readConfig();
   const databaseName = (config.d1_databases ?? []).find((entry) => entry.binding === "DB")?.database_name;
   if (!databaseName) throw new ScriptError("wrangler.toml has no d1_databases binding DB.");
-  let listed;
-  try {
-    listed = parseJsonOutput((await mustRun(run, "Listing D1 databases", ["d1", "list", "--json"])).stdout);
-  } catch (error) {
-    // The usual first failure against the account is a missing login: say how to log in instead.
-    await requireLogin(run, "npm run token:create");
-    throw error;
-  }
+  const listed = parseJsonOutput((await wrangle("Listing D1 databases", ["d1", "list", "--json"])).stdout);
   const count = existingShardCount(
     databaseName,
     listed.map((database) => database.name),
@@ -129,25 +123,27 @@ export async function createToken(
     ? ["--local", ...(options.persistTo ? ["--persist-to", options.persistTo] : [])]
     : ["--remote"];
   const where = options.local ? "the local database" : "the deployed database";
-  const execute = async (doing, sql, { binding = "DB", configArgs = [] } = {}) => {
+  const wrangle = async (doing, args) => {
     try {
-      return await mustRun(run, `${doing} on ${where}`, [
-        "d1",
-        "execute",
-        binding,
-        ...target,
-        ...configArgs,
-        "--json",
-        "--yes",
-        "--command",
-        sql,
-      ]);
+      return await mustRun(run, doing, args);
     } catch (error) {
-      // The usual first failure against the deployed database is a missing login: say how to log in instead.
+      // The usual first failure against the account is a missing login: say how to log in instead.
       if (!options.local) await requireLogin(run, "npm run token:create");
       throw error;
     }
   };
+  const execute = (doing, sql, { binding = "DB", configArgs = [] } = {}) =>
+    wrangle(`${doing} on ${where}`, [
+      "d1",
+      "execute",
+      binding,
+      ...target,
+      ...configArgs,
+      "--json",
+      "--yes",
+      "--command",
+      sql,
+    ]);
 
   let storeIds = options.storeIds;
   let newStores = [];
@@ -172,7 +168,7 @@ export async function createToken(
 
   const now = Date.now();
   if (newStores.length > 0) {
-    const shards = await shardsForPlacement(options, run, config ?? (await readWranglerConfig()));
+    const shards = await shardsForPlacement(options, wrangle, async () => config ?? (await readWranglerConfig()));
     if (shards) {
       try {
         const counts = parseJsonOutput((await execute("Reading the store directory", directoryCountsQuery)).stdout);
