@@ -13,7 +13,7 @@ export interface paths {
     };
     /**
      * Read a product
-     * @description The live product. Archived products and other stores' products are not found.
+     * @description The live product. Archived products and other stores' products are not found. An edge isolate may give the same answer again for up to `READ_CACHE_MS` (1,000 by default) without reading the database, unless the request carries an `X-D1-Bookmark` (it then reads at least the writes that bookmark names); a write through the same isolate is seen at once.
      */
     get: operations["getProduct"];
     put?: never;
@@ -197,7 +197,7 @@ export interface paths {
     };
     /**
      * List a product's cross-sells
-     * @description Inactive cross-sells are included; incomplete ones are omitted and not counted. Items are in display order; a page past the last returns empty items.
+     * @description Inactive cross-sells are included; incomplete ones are omitted and not counted. Items are in display order; a page past the last returns empty items. An edge isolate may give the same answer again for up to `READ_CACHE_MS` (1,000 by default) without reading the database, unless the request carries an `X-D1-Bookmark` (it then reads at least the writes that bookmark names); a write through the same isolate is seen at once.
      */
     get: operations["listProductCrossSells"];
     put?: never;

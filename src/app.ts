@@ -11,6 +11,7 @@ import type { AppEnv } from "./env";
 import { eventRoutes } from "./events/routes";
 import { apiCors, routeCors, uploadCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
+import { forgetWrittenReads } from "./http/read-cache";
 import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
@@ -155,6 +156,7 @@ export function createApp() {
       c.header("X-Request-Id", c.get("requestId"));
     },
     d1Session,
+    forgetWrittenReads,
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c, methods) => {

@@ -22,7 +22,7 @@ const wholeNumber = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGE
         context.addIssue({
           code: "custom",
           message:
-            min === 0
+            min === 0 && max === Number.MAX_SAFE_INTEGER
               ? "must be a whole number of 0 or more"
               : `must be a whole number between ${min} and ${max === Number.MAX_SAFE_INTEGER ? "2^53" : max}`,
         });
@@ -110,6 +110,8 @@ const settings = {
   MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
   IMAGE_WIDTHS: widthList([160, 320, 480, 640, 960, 1280, 1920]),
   TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
+  /** How long an isolate answers a repeated product read or cross-sell list from memory (src/http/read-cache.ts); 0: never. */
+  READ_CACHE_MS: wholeNumber(1000, 0, 60_000),
   PLATFORM_API_URL: optionalUrl,
   MEDIA_BASE_URL: optionalUrl,
   CORS_ORIGINS: z

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { every } from "hono/combine";
 import type { AppEnv } from "../env";
 import { type GuardedEnv, type GuardOptions, guard, type StoreRule } from "./auth";
+import { cachedRead } from "./read-cache";
 import { paramsFirst } from "./validate";
 
 const ErrorBody = z.object({ message: z.string() }).openapi("Error");
@@ -75,14 +76,19 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
     guard: GuardOptions<S>;
     /** Route-specific checks between the guard and path ids (e.g. the store's complete limit). */
     afterGuard?: MiddlewareHandler<GuardedEnv<S>>[];
+    /** A read whose 200 answers the isolate may give again for `READ_CACHE_MS` (read-cache.ts). */
+    cachedRead?: true;
   },
 ) {
-  const { guard: guardOptions, afterGuard = [], ...route } = config;
+  const { guard: guardOptions, afterGuard = [], cachedRead: cached, ...route } = config;
   const refusedBodies = bodyRefusals(route);
   // One middleware whose type carries the guard's caller, so a handler of a required store reads a string.
-  const checks = every(guard(guardOptions), ...afterGuard, ...paramsMiddleware(route)) as MiddlewareHandler<
-    GuardedEnv<S>
-  >;
+  const checks = every(
+    guard(guardOptions),
+    ...afterGuard,
+    ...paramsMiddleware(route),
+    ...(cached ? [cachedRead] : []),
+  ) as MiddlewareHandler<GuardedEnv<S>>;
   return createRoute({
     ...route,
     request: { ...route.request, headers: withStoreHeader(route.request?.headers, guardOptions.store) },

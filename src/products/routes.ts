@@ -6,6 +6,7 @@ import { enqueueInBackground } from "../events/dispatch";
 import { eventBody, eventTarget } from "../events/records";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
+import { keptReads } from "../http/read-cache";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
 import { projectPlatform } from "../platform/select";
@@ -39,9 +40,10 @@ export const productRoutes = createRouter()
       path: "/products/{id}",
       operationId: "getProduct",
       summary: "Read a product",
-      description: "The live product. Archived products and other stores' products are not found.",
+      description: `The live product. Archived products and other stores' products are not found. ${keptReads}`,
       tags: ["Products"],
       guard: readGuard,
+      cachedRead: true,
       request: { params: ProductParams },
       responses: {
         200: { description: "The Product resource", content: { "application/json": { schema: Product } } },

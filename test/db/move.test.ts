@@ -27,8 +27,11 @@ import { seedSubscriptions } from "../support/subscriptions";
  * the shard it came from.
  */
 
-/** A short token cache, so the move's waits (TOKEN_CACHE_SECONDS, then a second) take seconds. */
-const vars = { TOKEN_CACHE_SECONDS: "1" };
+/**
+ * A short token cache, so the move's waits (TOKEN_CACHE_SECONDS, then a second) take seconds; no read answer
+ * kept in memory, so every read shows the database it reached (test/http/read-cache.test.ts keeps them).
+ */
+const vars = { TOKEN_CACHE_SECONDS: "1", READ_CACHE_MS: "0" };
 const app = createApp();
 
 type Traced = { response: Response; reached: string[]; startedAt: number };
@@ -664,12 +667,24 @@ describe("round trips while a store moves", () => {
     const path = `/products/${store.product.id}`;
     // Cold: the token with its directory entries (one statement, DB; again from DB's primary, since a replica
     // could be behind the move's switch) → the budget lease (DO) → the read (home).
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 3, durableObjects: 1 });
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 1, durableObjects: 0 });
+    expect((await countRoundTrips(path, { token: store.token, env: vars })).trips).toEqual({
+      d1: 3,
+      durableObjects: 1,
+    });
+    expect((await countRoundTrips(path, { token: store.token, env: vars })).trips).toEqual({
+      d1: 1,
+      durableObjects: 0,
+    });
     await sleep(1100);
     // The entry of a moving store lasts a second: then the token's two reads again.
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 3, durableObjects: 0 });
-    expect((await countRoundTrips(path, { token: store.token })).trips).toEqual({ d1: 1, durableObjects: 0 });
+    expect((await countRoundTrips(path, { token: store.token, env: vars })).trips).toEqual({
+      d1: 3,
+      durableObjects: 0,
+    });
+    expect((await countRoundTrips(path, { token: store.token, env: vars })).trips).toEqual({
+      d1: 1,
+      durableObjects: 0,
+    });
     await env.DB.prepare("UPDATE store_directory SET moving = 0 WHERE store_id = ?").bind(store.storeId).run();
   });
 });

@@ -7,8 +7,10 @@ import { countRoundTrips } from "../support/round-trips";
  * makes one D1 round trip (one statement or one batch) once its token is verified and cached.
  */
 describe("round trips per read", () => {
+  /** The trips of `path` with its token warm, asked for the first time (not an answer the isolate kept). */
   async function warm(path: string, token: string) {
-    await countRoundTrips(path, { token }); // verifies and caches the token, leases a budget slice
+    // Verifies and caches the token and leases a budget slice; a 404 is never kept (src/http/read-cache.ts).
+    await countRoundTrips(`/products/${uuid()}`, { token });
     return (await countRoundTrips(path, { token })).trips;
   }
 
@@ -41,6 +43,15 @@ describe("round trips per read", () => {
     const { token } = await seedStore();
     expect((await warm("/subscriptions", token)).d1).toBe(1);
     expect((await warm("/subscriptions?query=anna", token)).d1).toBe(1);
+  });
+
+  it("a product read or live cross-sell list asked again within READ_CACHE_MS makes no round trip", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    for (const path of [`/products/${product.id}`, `/products/${product.id}/cross-sells`]) {
+      await countRoundTrips(path, { token });
+      expect((await countRoundTrips(path, { token })).trips).toEqual({ d1: 0, durableObjects: 0 });
+    }
   });
 
   it("a 404 costs the same one round trip", async () => {

@@ -25,11 +25,15 @@ import { seedSubscriptions } from "../support/subscriptions";
  * every query reaches.
  */
 
-/** The test bindings with every database (DB and each shard) recording its own round trips. */
+/**
+ * The test bindings with every database (DB and each shard) recording its own round trips. No read answer is
+ * kept (`READ_CACHE_MS=0`): an answer given again from memory reaches no database (test/http/read-cache.test.ts).
+ */
 function recorded() {
   const trips: Record<string, Trips> = Object.fromEntries(homeNames(env).map((name) => [name, []]));
   const bindings = {
     ...env,
+    READ_CACHE_MS: "0",
     ...Object.fromEntries(
       homeNames(env).map((name) => [name, countingD1(homeBinding(env, name), trips[name] as Trips)]),
     ),

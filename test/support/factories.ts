@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { bindingHomes, homeBinding, homeDb, legacyHome } from "../../src/db/shards";
 import { FixtureDocument, type FixtureDocumentInput } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
+import { readCache } from "../../src/http/read-cache";
 
 /*
  * Typed fixture factories, one per resource: each takes partial overrides and answers the loader's own
@@ -21,9 +22,14 @@ export type TokenAbilities = TokenInput["abilities"];
 
 export const uuid = () => crypto.randomUUID();
 
-/** Loads a fixture document through the same loader the `_dev` route uses. */
+/**
+ * Loads a fixture document through the same loader the `_dev` route uses. Called behind the Worker's fetch,
+ * it then forgets the isolate's kept read answers, as the route's own write does (src/http/read-cache.ts).
+ */
 export async function seed(document: FixtureDocumentInput) {
-  return loadFixtures(bindingHomes(env), FixtureDocument.parse(document));
+  const loaded = await loadFixtures(bindingHomes(env), FixtureDocument.parse(document));
+  readCache.forget(null);
+  return loaded;
 }
 
 /** A store with its own token (abilities `*` unless given); every call makes fresh ids. */

@@ -8,7 +8,7 @@ import {
 } from "../../scripts/counting-bindings";
 import { createApp } from "../../src/app";
 import { homeBinding, homeNames } from "../../src/db/shards";
-import { origin } from "./http";
+import { type BindingOverrides, origin } from "./http";
 
 /**
  * Counts what a request sends to D1 and to Durable Objects, one count per round trip: a batch is one,
@@ -52,12 +52,12 @@ function counted(bindings: Env) {
 /** Calls the app with counting bindings; answers the response and the round trips it made. */
 export async function countRoundTrips(
   path: string,
-  init: RequestInit & { token?: string; store?: string } = {},
+  init: RequestInit & { token?: string; store?: string; env?: BindingOverrides } = {},
 ): Promise<{ response: Response; trips: RoundTrips }> {
   const headers = new Headers(init.headers);
   if (init.token) headers.set("Authorization", `Bearer ${init.token}`);
   if (init.store) headers.set("X-Service-Store", init.store);
-  const run = counted(env);
+  const run = counted({ ...env, ...init.env } as Env);
   const response = await createApp().request(
     `${origin}/api/v1${path}`,
     { ...init, headers },

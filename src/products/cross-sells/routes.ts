@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ApiError, messages } from "../../http/errors";
 import { integerQuery, Pagination, pagination } from "../../http/pagination";
 import { uuidParam } from "../../http/params";
+import { keptReads } from "../../http/read-cache";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { foundProduct, productInScope, readProductAndDraft } from "../queries";
@@ -19,7 +20,13 @@ const Query = z.object({
 });
 const CrossSellList = z.object({ items: z.array(CrossSell), pagination: Pagination }).openapi("CrossSellList");
 
-function listRoute(operationId: string, path: string, summary: string, description: string) {
+function listRoute(
+  operationId: string,
+  path: string,
+  summary: string,
+  description: string,
+  options: { cachedRead?: true } = {},
+) {
   return bearerRoute({
     method: "get",
     path,
@@ -28,6 +35,7 @@ function listRoute(operationId: string, path: string, summary: string, descripti
     description,
     tags: ["Cross-sells"],
     guard: { ability: "products:read", store: "optional" },
+    ...options,
     request: { params: Params, query: Query },
     responses: {
       200: { description: "A page of cross-sells", content: { "application/json": { schema: CrossSellList } } },
@@ -42,7 +50,13 @@ const listRules =
 /** Cross-sell lists of a product, live and on its draft overlay. */
 export const crossSellRoutes = createRouter()
   .openapi(
-    listRoute("listProductCrossSells", "/products/{productId}/cross-sells", "List a product's cross-sells", listRules),
+    listRoute(
+      "listProductCrossSells",
+      "/products/{productId}/cross-sells",
+      "List a product's cross-sells",
+      `${listRules} ${keptReads}`,
+      { cachedRead: true },
+    ),
     async (c) => {
       const { productId } = c.req.valid("param");
       const { page, per_page: perPage } = c.req.valid("query");
