@@ -8,6 +8,7 @@ import { apiTokens, products, storeDirectory } from "../db/schema";
 import { type Homes, legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
 import { constantTimeEqual, sha256Hex } from "../lib/crypto";
+import { Lru } from "../lib/lru";
 import { ApiError, messages } from "./errors";
 import { announceLimit, takeGeneralLimit, tooManyRequests } from "./rate-limit";
 import { TokenCache, type VerifiedToken } from "./token-cache";
@@ -103,9 +104,8 @@ function homesOf(token: VerifiedToken, scope: readonly string[]): Map<string, st
   return homes;
 }
 
-/** Product id → its store, as found by {@link locateProduct}; a product never changes store. */
-const productStores = new Map<string, string>();
-const PRODUCT_STORES_MAX_ENTRIES = 10_000;
+/** Product id → its store, as found by {@link locateProduct}, for the last 10,000 products; a product never changes store. */
+const productStores = new Lru<string, string>(10_000);
 
 /**
  * The home of the product a route names when the request's stores live in several homes (a token of several
@@ -138,13 +138,7 @@ async function locateProduct(
   );
   const hit = found.find((entry) => entry !== null);
   if (!hit) return first ?? legacyHome;
-  productStores.delete(productId);
   productStores.set(productId, hit.storeId);
-  while (productStores.size > PRODUCT_STORES_MAX_ENTRIES) {
-    const oldest = productStores.keys().next().value;
-    if (oldest === undefined) break;
-    productStores.delete(oldest);
-  }
   return hit.home;
 }
 

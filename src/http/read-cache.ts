@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { setting } from "../config";
 import { bookmarkHeader, sessionConstraint } from "../db/session";
 import type { AppEnv } from "../env";
+import { Lru } from "../lib/lru";
 
 /**
  * The isolate's copy of the read answers it gave last (docs/latency.md, "Read answers kept for a second"):
@@ -42,28 +43,27 @@ type ReadTicket = { readonly writes: number };
 
 /** Read answers per isolate: bounded by bytes, least recently used first out, each for a bounded time. */
 export class ReadCache {
-  private readonly answers = new Map<string, Answer>();
-  private held = 0;
+  private readonly answers: Lru<string, Answer>;
+  private readonly maxEntryBytes: number;
   private writes = 0;
 
-  constructor(private readonly options: { now?: () => number; maxBytes?: number; maxEntryBytes?: number } = {}) {}
+  constructor(private readonly options: { now?: () => number; maxBytes?: number; maxEntryBytes?: number } = {}) {
+    this.answers = new Lru(options.maxBytes ?? READ_CACHE_BYTES, (answer) => answer.bytes);
+    this.maxEntryBytes = options.maxEntryBytes ?? READ_CACHE_ENTRY_BYTES;
+  }
 
   /** Bytes held now. */
   get size(): number {
-    return this.held;
+    return this.answers.weight;
   }
 
   /** The answer of `key` while it is fresh. */
   get(key: string): Answer | undefined {
     const answer = this.answers.get(key);
-    if (!answer) return undefined;
-    this.answers.delete(key);
-    if (this.now() >= answer.expiresAt) {
-      this.held -= answer.bytes;
+    if (answer && this.now() >= answer.expiresAt) {
+      this.answers.delete(key);
       return undefined;
     }
-    // Re-inserted at the end: the Map's order is least recently used first.
-    this.answers.set(key, answer);
     return answer;
   }
 
@@ -80,37 +80,20 @@ export class ReadCache {
     ttlMs: number,
     answer: Pick<Answer, "body" | "contentType" | "bookmark" | "stores">,
   ): void {
-    const bytes = answer.body.length * 2 + key.length * 2;
-    const maxEntry = this.options.maxEntryBytes ?? READ_CACHE_ENTRY_BYTES;
-    const max = this.options.maxBytes ?? READ_CACHE_BYTES;
-    if (ticket.writes !== this.writes || !(ttlMs > 0) || bytes > maxEntry || bytes > max) return;
-    this.remove(key);
+    const bytes = (answer.body.length + key.length) * 2;
+    if (ticket.writes !== this.writes || !(ttlMs > 0) || bytes > this.maxEntryBytes) return;
     this.answers.set(key, { ...answer, expiresAt: startedAt + ttlMs, bytes });
-    this.held += bytes;
-    for (const [oldest, value] of this.answers) {
-      if (this.held <= max) break;
-      this.answers.delete(oldest);
-      this.held -= value.bytes;
-    }
   }
 
   /** A write to `stores` (every store when null) is under way or done: their answers go, and no read in flight is kept. */
   forget(stores: readonly string[] | null): void {
     this.writes++;
-    for (const [key, answer] of this.answers) {
-      if (stores === null || answer.stores.some((store) => stores.includes(store))) this.remove(key);
-    }
+    if (stores === null) this.answers.clear();
+    else this.answers.deleteWhere((answer) => answer.stores.some((store) => stores.includes(store)));
   }
 
   now(): number {
     return this.options.now?.() ?? Date.now();
-  }
-
-  private remove(key: string): void {
-    const answer = this.answers.get(key);
-    if (!answer) return;
-    this.answers.delete(key);
-    this.held -= answer.bytes;
   }
 }
 

@@ -1,4 +1,5 @@
 import { MOVING_TOKEN_CACHE_SECONDS } from "../db/fence";
+import { Lru } from "../lib/lru";
 
 /** What a verified token may do: the part of its D1 row the guard needs. */
 export type VerifiedToken = {
@@ -20,7 +21,7 @@ export type VerifiedToken = {
 /** How long an unknown token is remembered as unknown (never longer than `TOKEN_CACHE_SECONDS`). */
 export const UNKNOWN_TOKEN_CACHE_SECONDS = 5;
 
-/** Entries of each of the two maps (known and unknown tokens); the oldest entry is evicted first. */
+/** Entries of each of the two maps (known and unknown tokens); the least recently used entry is evicted first. */
 const TOKEN_CACHE_MAX_ENTRIES = 10_000;
 
 type Entry = { token: VerifiedToken | null; expiresAt: number };
@@ -32,12 +33,15 @@ type Entry = { token: VerifiedToken | null; expiresAt: number };
  * a request must not wait on another request's D1 read.
  */
 export class TokenCache {
-  private readonly known = new Map<string, Entry>();
-  private readonly unknown = new Map<string, Entry>();
+  private readonly known: Lru<string, Entry>;
+  private readonly unknown: Lru<string, Entry>;
   /** D1 reads made through {@link TokenCache.resolve}: what the cache saved is every other call. */
   loads = 0;
 
-  constructor(private readonly options: { now?: () => number; maxEntries?: number } = {}) {}
+  constructor(private readonly options: { now?: () => number; maxEntries?: number } = {}) {
+    this.known = new Lru(options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES);
+    this.unknown = new Lru(options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES);
+  }
 
   /**
    * The token of `hash`, from the cache while its entry is younger than `cacheSeconds` (unknown ones:
@@ -96,16 +100,7 @@ export class TokenCache {
         : cacheSeconds
       : Math.min(UNKNOWN_TOKEN_CACHE_SECONDS, cacheSeconds);
     if (!(seconds > 0)) return value;
-    const map = token ? this.known : this.unknown;
-    // Deleting first puts a refreshed entry at the end, so insertion order stays oldest-first.
-    map.delete(hash);
-    map.set(hash, { token: value, expiresAt: readAt + seconds * 1000 });
-    const max = this.options.maxEntries ?? TOKEN_CACHE_MAX_ENTRIES;
-    while (map.size > max) {
-      const oldest = map.keys().next().value;
-      if (oldest === undefined) break;
-      map.delete(oldest);
-    }
+    (token ? this.known : this.unknown).set(hash, { token: value, expiresAt: readAt + seconds * 1000 });
     return value;
   }
 }

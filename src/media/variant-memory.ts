@@ -1,3 +1,5 @@
+import { Lru } from "../lib/lru";
+
 /**
  * The isolate's own copy of the widths it served last: the first tier of a `?width=` read, before the edge
  * cache. A width of an image never changes once made (media is immutable and a width is made once), so a
@@ -18,55 +20,34 @@ const VARIANT_MEMORY_ENTRY_BYTES = 256 * 1024;
 export type RememberedVariant = { bytes: Uint8Array; etag: string };
 
 export class VariantMemory {
-  private readonly entries = new Map<string, RememberedVariant>();
-  private held = 0;
+  private readonly entries: Lru<string, RememberedVariant>;
+  private readonly maxEntryBytes: number;
 
-  constructor(
-    private readonly maxBytes = VARIANT_MEMORY_BYTES,
-    private readonly maxEntryBytes = VARIANT_MEMORY_ENTRY_BYTES,
-  ) {}
+  constructor(maxBytes = VARIANT_MEMORY_BYTES, maxEntryBytes = VARIANT_MEMORY_ENTRY_BYTES) {
+    this.entries = new Lru(maxBytes, (entry) => entry.bytes.byteLength);
+    this.maxEntryBytes = Math.min(maxEntryBytes, maxBytes);
+  }
 
   /** Bytes held now. */
   get size(): number {
-    return this.held;
+    return this.entries.weight;
   }
 
   get(key: string): RememberedVariant | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    // Re-inserting moves it to the end: the Map's order is least recently used first.
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry;
+    return this.entries.get(key);
   }
 
   /** Whether a variant of `size` bytes would be kept. */
   fits(size: number): boolean {
-    return size <= this.maxEntryBytes && size <= this.maxBytes;
+    return size <= this.maxEntryBytes;
   }
 
   remember(key: string, entry: RememberedVariant): void {
-    if (!this.fits(entry.bytes.byteLength)) return;
-    this.forget(key);
-    this.entries.set(key, entry);
-    this.held += entry.bytes.byteLength;
-    for (const [oldest, value] of this.entries) {
-      if (this.held <= this.maxBytes) break;
-      this.entries.delete(oldest);
-      this.held -= value.bytes.byteLength;
-    }
+    if (this.fits(entry.bytes.byteLength)) this.entries.set(key, entry);
   }
 
   /** Drops every entry (tests use it to reach the edge cache and R2 behind this tier). */
   clear(): void {
     this.entries.clear();
-    this.held = 0;
-  }
-
-  private forget(key: string): void {
-    const entry = this.entries.get(key);
-    if (!entry) return;
-    this.entries.delete(key);
-    this.held -= entry.bytes.byteLength;
   }
 }

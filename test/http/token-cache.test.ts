@@ -61,7 +61,7 @@ describe("token cache (unit, injected clock)", () => {
     expect(reads).toEqual(["bad", "bad", "a", "a", "other", "other"]);
   });
 
-  it("keeps at most maxEntries known tokens, evicting the oldest, and unknown ones never push known ones out", async () => {
+  it("keeps at most maxEntries known tokens, evicting the least recently used, and unknown ones never push known ones out", async () => {
     const { cache, reads, load } = fixture({ a: row("a"), b: row("b"), c: row("c"), d: row("d") });
     for (const hash of ["a", "b", "c", "d"]) await cache.resolve(hash, 30, load);
     for (const hash of ["x1", "x2", "x3", "x4", "x5"]) await cache.resolve(hash, 30, load);
