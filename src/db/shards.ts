@@ -102,11 +102,6 @@ export class RequestDatabases implements Homes {
     return shardNames(this.env);
   }
 
-  /** Whether the request opened any database: one that opened none wrote none. */
-  get opened(): boolean {
-    return this.sessions.size > 0;
-  }
-
   /** The global database. Tokens and the directory are never written through the API: no bookmark is needed. */
   global(): Database {
     return this.open(legacyHome, this.constraint === "first-primary" ? "first-primary" : "first-unconstrained");

@@ -131,15 +131,26 @@ export const cachedRead: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * Every request that may write (not GET or HEAD) and opened a database forgets the answers of the stores it
- * may have written, once it is done and before its answer leaves: those of its caller's scope on a bearer
- * route, every answer otherwise (the development fixtures, a store's move).
+ * A write of a bearer route forgets, once it is done and before its answer leaves, the answers of every store
+ * its caller may act on (not only the one written: a token of several stores may name none). A request the
+ * guard refused has no caller and wrote nothing; the byte and part PUTs write only upload state.
  */
 export const forgetWrittenReads: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD") return next();
   try {
     await next();
   } finally {
-    if (c.var.databases?.opened) readCache.forget(c.var.caller?.scope ?? null);
+    const scope = c.var.caller?.scope;
+    if (scope) readCache.forget(scope);
+  }
+};
+
+/** The routes that write any store outside a caller's scope (the development fixtures, a store's move) forget every answer. */
+export const forgetEveryRead: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+  try {
+    await next();
+  } finally {
+    readCache.forget(null);
   }
 };

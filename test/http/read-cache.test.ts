@@ -63,6 +63,19 @@ describe("read answers kept by the isolate", () => {
     expect((await expectJson(await api(`/products/${product.id}`, { token }), 200)).has_draft).toBe(false);
   });
 
+  it("forgets only the writer's stores: a write of another store, or one its guard refused (401), keeps the answer", async () => {
+    const { storeId, token } = await seedStore();
+    const other = await seedStore();
+    const product = await seedProduct(storeId, { name: "Before" });
+    const otherProduct = await seedProduct(other.storeId, { draft: { draft_version: 1 } });
+    expect(await productName(product.id, token)).toBe("Before");
+    await renameBehindTheApi(storeId, product.id, "After");
+    const otherWrite = await api(`/products/${otherProduct.id}/draft`, { token: other.token, method: "DELETE" });
+    await expectStatus(otherWrite, 204);
+    await expectStatus(await api(`/products/${product.id}/draft`, { token: "not-a-token", method: "DELETE" }), 401);
+    expect(await productName(product.id, token)).toBe("Before");
+  });
+
   it("a change made behind the API is seen once READ_CACHE_MS (1,000) has passed, not before", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, { name: "Before" });
