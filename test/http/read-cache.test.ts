@@ -29,6 +29,7 @@ describe("read answers kept by the isolate", () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId);
     const first = await api(`/products/${product.id}`, { token });
+    expect(first.headers.get(bookmarkHeader)).toBeTruthy();
     const again = await api(`/products/${product.id}`, { token });
     await expectStatus(again, 200);
     expect(await again.text()).toBe(await first.text());
