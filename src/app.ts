@@ -11,7 +11,7 @@ import type { AppEnv } from "./env";
 import { eventRoutes } from "./events/routes";
 import { apiCors, routeCors, uploadCors } from "./http/cors";
 import { ApiError, messages, renderError } from "./http/errors";
-import { forgetEveryRead, forgetWrittenReads } from "./http/read-cache";
+import { forgetEveryRead } from "./http/read-cache";
 import { finishDocument } from "./http/route";
 import { createRouter } from "./http/router";
 import { mediaRoutes } from "./media/routes";
@@ -159,7 +159,6 @@ export function createApp() {
       c.header("X-Request-Id", c.get("requestId"));
     },
     d1Session,
-    forgetWrittenReads,
     methodNotAllowed({
       app,
       onMethodNotAllowed: (c, methods) => {

@@ -11,6 +11,7 @@ import { constantTimeEqual, sha256Hex } from "../lib/crypto";
 import { Lru } from "../lib/lru";
 import { ApiError, messages } from "./errors";
 import { announceLimit, takeGeneralLimit, tooManyRequests } from "./rate-limit";
+import { readCache } from "./read-cache";
 import { TokenCache, type VerifiedToken } from "./token-cache";
 
 export const abilities = [
@@ -205,7 +206,13 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     c.set("db", c.var.databases.home(home));
     // resolveStore answered 400 above when a required or unambiguous store is not known.
     c.set("caller", caller as ScopedCaller<S>);
-    await next();
+    try {
+      await next();
+    } finally {
+      // A write of the route, done or not, before its answer leaves: the isolate's kept reads of the stores it may
+      // have written go (read-cache.ts). A request refused above wrote nothing and forgets nothing.
+      if (c.req.method !== "GET" && c.req.method !== "HEAD") readCache.forget(scope);
+    }
     // A write its home refused because the store is moving (src/db/fence.ts): this isolate's entry of the
     // token may name the home the store is leaving, so the next request reads the directory again.
     if (storeFenced(c.error)) tokenCache.drop(token.tokenHash);

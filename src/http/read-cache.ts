@@ -9,8 +9,8 @@ import { Lru } from "../lib/lru";
  * a product read or a cross-sell list asked again within `READ_CACHE_MS` is answered from memory, without
  * its D1 trip. Such a read is as fresh as D1 promises a read without a bookmark to be (any replica, which
  * may lag the primary), plus at most that time:
- * - a write through this isolate forgets its stores' answers before it answers, so a client whose calls
- *   reach one isolate reads its own writes;
+ * - a write through this isolate forgets its stores' answers before it answers (the guard, auth.ts), so a
+ *   client whose calls reach this isolate reads its own writes;
  * - a request carrying a bookmark is never answered from here: it reads at least the writes it names;
  * - an answer is kept only when no write ran in this isolate while it was read, so a read that raced a
  *   write is never kept past that write.
@@ -109,9 +109,8 @@ export const cachedRead: MiddlewareHandler<AppEnv> = async (c, next) => {
   const withBookmark = sessionConstraint(c.req.method, c.req.header(bookmarkHeader)) !== "first-unconstrained";
   if (c.req.method !== "GET" || withBookmark || ttlMs === 0) return next();
 
-  const url = new URL(c.req.url);
   const stores = c.var.caller.scope;
-  const key = `${url.origin}${url.pathname}${url.search}\n${stores.join(",")}`;
+  const key = `${c.req.url}\n${stores.join(",")}`;
   const kept = readCache.get(key);
   if (kept) {
     if (kept.bookmark) c.header(bookmarkHeader, kept.bookmark);
@@ -131,21 +130,9 @@ export const cachedRead: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * A write of a bearer route forgets, once it is done and before its answer leaves, the answers of every store
- * its caller may act on (not only the one written: a token of several stores may name none). A request the
- * guard refused has no caller and wrote nothing; the byte and part PUTs write only upload state.
+ * The routes that write stores of no caller (the development fixtures, a store's move) forget every answer
+ * once a write of theirs is done; a bearer route's writes forget their caller's stores in the guard (auth.ts).
  */
-export const forgetWrittenReads: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.req.method === "GET" || c.req.method === "HEAD") return next();
-  try {
-    await next();
-  } finally {
-    const scope = c.var.caller?.scope;
-    if (scope) readCache.forget(scope);
-  }
-};
-
-/** The routes that write any store outside a caller's scope (the development fixtures, a store's move) forget every answer. */
 export const forgetEveryRead: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD") return next();
   try {
