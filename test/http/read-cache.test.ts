@@ -117,6 +117,31 @@ describe("read answers kept by the isolate", () => {
     expect(await expectJson(refused, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
   });
 
+  it("a token of two stores: the product's kept answer is not given to a request scoped to the other store (404)", async () => {
+    const a = await seedStore();
+    const b = await seedStore();
+    const token = await seedToken([a.storeId, b.storeId]);
+    const product = await seedProduct(a.storeId);
+    await expectStatus(await api(`/products/${product.id}`, { token }), 200);
+    const scoped = await api(`/products/${product.id}`, { token, store: b.storeId });
+    expect(await expectJson(scoped, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
+    await expectStatus(await api(`/products/${product.id}`, { token, store: a.storeId }), 200);
+  });
+
+  it("a kept answer still counts toward the general limit: the call after the limit answers 429 with Retry-After", async () => {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId);
+    const env = { API_LIMIT_PER_MINUTE: "3" };
+    for (let call = 0; call < 3; call++) {
+      await expectStatus(await api(`/products/${product.id}`, { token, env }), 200);
+    }
+    const refused = await api(`/products/${product.id}`, { token, env });
+    expect(await expectJson(refused, 429)).toEqual({
+      message: expect.stringMatching(/^Too many requests, retry after \d+ seconds\.$/),
+    });
+    expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+  });
+
   it("keeps only 200 answers: a product that was not found is found as soon as it exists", async () => {
     const { storeId, token } = await seedStore();
     const id = uuid();
