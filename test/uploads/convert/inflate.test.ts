@@ -80,6 +80,28 @@ describe("inflate: every stream zlib writes comes back byte for byte", () => {
     }
   });
 
+  it("inflates literals whose codes are longer than the 10-bit first-level table, up to deflate's 15 bits", () => {
+    // Byte v about half as likely as v - 1: Huffman codes one bit longer every two values, so the rarer
+    // literals go through the second-level table, with and without matches between them.
+    const codec = createWebpCodec(codecWasm);
+    const next = random(7);
+    const data = sized(
+      Uint8Array.from({ length: 300_000 }, () => Math.min(255, Math.floor(-2 * Math.log2(1 - next())))),
+    );
+    for (const writer of [writers[0], writers[6]]) {
+      if (!writer) continue;
+      const inflated = codec.inflateProfile(deflateSync(data, writer.options), 1_000_000);
+      expect(inflated?.size, writer.name).toBe(data.length);
+      if (!inflated) continue;
+      const back = codec.heap(inflated.pointer, inflated.size);
+      expect(
+        back.findIndex((byte, i) => byte !== data[i]),
+        `${writer.name}: first differing byte`,
+      ).toBe(-1);
+      codec.free(inflated.pointer);
+    }
+  });
+
   it("refuses cut and damaged streams, and inflates the next stream exactly", () => {
     const codec = createWebpCodec(codecWasm);
     const data = sized(matchHeavy(200_000, 99));
