@@ -205,6 +205,18 @@ describe("webp codec: encode", () => {
     expect(meanRgbDifference).toBeLessThan(10); // photoLike carries ±16 of noise per pixel
   });
 
+  it("keeps the colour and alpha of translucent pixels when none is fully transparent (imported as RGB)", async () => {
+    // No alpha of 0: nothing is hidden, so the encoder packs the pixels to RGB in place for libwebp's luma rows;
+    // an odd size leaves a last group of fewer than four pixels.
+    const [width, height] = [301, 157];
+    const source = withAlpha(width, height, (x, y) => 1 + ((x * 7 + y) % 254));
+    const file = encodeFile(fresh(), source, width, height);
+    expect(chunks(file).map((c) => c.tag)).toEqual(["VP8X", "ALPH", "VP8 "]);
+    const { alphaMismatches, meanRgbDifference } = compare(source, (await decodeIndependently(file)).data);
+    expect(alphaMismatches).toBe(0);
+    expect(meanRgbDifference).toBeLessThan(10); // photoLike carries ±16 of noise per pixel
+  });
+
   it("round-trips every alpha filter and the raw fallback of the ALPH writer", async () => {
     const [width, height] = [97, 300];
     const next = random(3);
