@@ -195,7 +195,7 @@ static int AnyAlphaBelow(const uint8_t* rgba, size_t pixels, uint8_t bound) {
 }
 
 // Rewrites the `pixels` RGBA pixels at `rgba` as RGB in place (3 bytes each, from the start), 4 pixels a step.
-// Each 16-byte store ends where the next load begins, so it never overwrites a pixel not yet read.
+// Each 16-byte store ends at or before where the next load begins, so it never overwrites a pixel not yet read.
 static void PackRgbaAsRgb(uint8_t* rgba, size_t pixels) {
   const v128_t rgb_lanes = wasm_i8x16_make(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   size_t i = 0;
