@@ -12,9 +12,14 @@ export const bookmarkHeader = "X-D1-Bookmark";
 const bookmarkShape = /^[0-9a-f]+(-[0-9a-f]+){1,7}$/i;
 const maxBookmarkLength = 256;
 
+/** Whether a request may write: every method but GET and HEAD (its session starts at the primary; kept reads go). */
+export function mayWrite(method: string): boolean {
+  return method !== "GET" && method !== "HEAD";
+}
+
 /** The session constraint of a request: reads go to the nearest replica at least as new as the client's bookmark. */
 export function sessionConstraint(method: string, bookmark: string | undefined): string {
-  if (method !== "GET" && method !== "HEAD") return "first-primary";
+  if (mayWrite(method)) return "first-primary";
   const sent = bookmark?.trim();
   return sent && sent.length <= maxBookmarkLength && bookmarkShape.test(sent) ? sent : "first-unconstrained";
 }

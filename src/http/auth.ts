@@ -5,6 +5,7 @@ import { setting } from "../config";
 import { createDb, type Database } from "../db/client";
 import { storeFenced } from "../db/fence";
 import { apiTokens, products, storeDirectory } from "../db/schema";
+import { mayWrite } from "../db/session";
 import { type Homes, legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
 import { constantTimeEqual, sha256Hex } from "../lib/crypto";
@@ -211,7 +212,7 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     } finally {
       // A write of the route, done or not, before its answer leaves: the isolate's kept reads of the stores it may
       // have written go (read-cache.ts). A request refused above wrote nothing and forgets nothing.
-      if (c.req.method !== "GET" && c.req.method !== "HEAD") readCache.forget(scope);
+      if (mayWrite(c.req.method)) readCache.forget(scope);
     }
     // A write its home refused because the store is moving (src/db/fence.ts): this isolate's entry of the
     // token may name the home the store is leaving, so the next request reads the directory again.

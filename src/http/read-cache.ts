@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { setting } from "../config";
-import { bookmarkHeader, sessionConstraint } from "../db/session";
+import { bookmarkHeader, mayWrite, sessionConstraint } from "../db/session";
 import type { AppEnv } from "../env";
 import { Lru } from "../lib/lru";
 
@@ -134,7 +134,7 @@ export const cachedRead: MiddlewareHandler<AppEnv> = async (c, next) => {
  * once a write of theirs is done; a bearer route's writes forget their caller's stores in the guard (auth.ts).
  */
 export const forgetEveryRead: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+  if (!mayWrite(c.req.method)) return next();
   try {
     await next();
   } finally {
