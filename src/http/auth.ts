@@ -4,7 +4,7 @@ import { z } from "zod";
 import { setting } from "../config";
 import { createDb, type Database } from "../db/client";
 import { storeFenced } from "../db/fence";
-import { apiTokens, products, storeDirectory } from "../db/schema";
+import { apiTokens, products, storeDirectory, variants } from "../db/schema";
 import { mayWrite } from "../db/session";
 import { type Homes, legacyHome } from "../db/shards";
 import type { AppEnv, Caller } from "../env";
@@ -31,7 +31,18 @@ type Ability = (typeof abilities)[number];
  */
 export type StoreRule = "required" | "unambiguous" | "optional";
 
-export type GuardOptions<S extends StoreRule = StoreRule> = { ability: Ability; store: S };
+/**
+ * The path parameter whose id decides the store of a route of the `optional` rule when a token of several
+ * stores sends no `X-Service-Store`, and what kind of id it is: the store is the one that owns that product,
+ * or the product of that variant. Named by each route: the same parameter name carries a product id on one
+ * route and a variant id on another.
+ */
+export type PathOwner = { kind: "product" | "variant"; param: string };
+
+/** A guard's options; a route of the `optional` rule must say which path id names its store's resource. */
+export type GuardOptions<S extends StoreRule = StoreRule> = { ability: Ability; store: S } & (S extends "optional"
+  ? { owner: PathOwner }
+  : { owner?: never });
 
 /** The caller a route of store rule `S` sees: under `required` and `unambiguous` the store is always known. */
 type ScopedCaller<S extends StoreRule> = S extends "optional" ? Caller : Caller & { storeId: string };
@@ -106,41 +117,58 @@ function homesOf(token: VerifiedToken, scope: readonly string[]): Map<string, st
   return homes;
 }
 
-/** Product id → its store, as found by {@link locateProduct}, for the last 10,000 products; a product never changes store. */
-const productStores = new Lru<string, string>(10_000);
+/**
+ * Product or variant id (keyed `product:<id>`, `variant:<id>`) → its store, as found by {@link locateOwner},
+ * for the last 10,000; a product never changes store, nor a variant product.
+ */
+const ownerStores = new Lru<string, string>(10_000);
+
+/** The statement that finds which of `storeIds` holds the product or variant `id` (a variant by its product). */
+function ownerQuery(db: Database, kind: PathOwner["kind"], id: string, storeIds: string[]) {
+  if (kind === "variant") {
+    return db
+      .select({ storeId: products.storeId })
+      .from(variants)
+      .innerJoin(products, eq(products.id, variants.productId))
+      .where(and(eq(variants.id, id), inArray(products.storeId, storeIds)))
+      .limit(1);
+  }
+  return db
+    .select({ storeId: products.storeId })
+    .from(products)
+    .where(and(eq(products.id, id), inArray(products.storeId, storeIds)))
+    .limit(1);
+}
 
 /**
- * The home of the product a route names when the request's stores live in several homes (a token of several
- * stores, no `X-Service-Store`): every home is asked at once which of its stores has the product (one trip
- * of latency), and the answer is kept for the isolate. An unknown product goes to the first home, whose
- * query then answers its 404.
+ * The home of the product or variant a route names when the request's stores live in several homes (a token
+ * of several stores, no `X-Service-Store`): every home is asked at once which of its stores has it (one trip
+ * of latency), and the answer is kept for the isolate. An unknown id goes to the first home, whose query then
+ * answers its 404.
  */
-async function locateProduct(
+async function locateOwner(
   databases: Homes,
-  routeProductId: string | undefined,
+  kind: PathOwner["kind"],
+  routeId: string | undefined,
   homes: Map<string, string[]>,
 ): Promise<string> {
   const [first] = homes.keys();
-  const productId = routeProductId?.toLowerCase();
-  if (!productId || !storeIdSchema.safeParse(productId).success) return first ?? legacyHome;
-  const known = productStores.get(productId);
+  const id = routeId?.toLowerCase();
+  if (!id || !storeIdSchema.safeParse(id).success) return first ?? legacyHome;
+  const key = `${kind}:${id}`;
+  const known = ownerStores.get(key);
   if (known) {
     for (const [home, storeIds] of homes) if (storeIds.includes(known)) return home;
   }
   const found = await Promise.all(
     [...homes].map(async ([home, storeIds]) => {
-      const [row] = await databases
-        .home(home)
-        .select({ storeId: products.storeId })
-        .from(products)
-        .where(and(eq(products.id, productId), inArray(products.storeId, storeIds)))
-        .limit(1);
+      const [row] = await ownerQuery(databases.home(home), kind, id, storeIds);
       return row ? { home, storeId: row.storeId } : null;
     }),
   );
   const hit = found.find((entry) => entry !== null);
   if (!hit) return first ?? legacyHome;
-  productStores.set(productId, hit.storeId);
+  ownerStores.set(key, hit.storeId);
   return hit.home;
 }
 
@@ -198,11 +226,13 @@ export function guard<S extends StoreRule>(options: GuardOptions<S>): Middleware
     };
     // The store's rows live in its home database (docs/scaling.md): every query of the route goes there.
     const homes = homesOf(token, scope);
-    const [onlyHome] = homes.keys();
+    const [firstHome = legacyHome] = homes.keys();
+    // Several homes only under the optional rule without the header: the route's path id decides.
+    const owner = options.owner;
     const home =
-      homes.size === 1 && onlyHome
-        ? onlyHome
-        : await locateProduct(c.var.databases, c.req.param("productId") ?? c.req.param("id"), homes);
+      homes.size > 1 && owner
+        ? await locateOwner(c.var.databases, owner.kind, c.req.param(owner.param), homes)
+        : firstHome;
     c.set("home", home);
     c.set("db", c.var.databases.home(home));
     // resolveStore answered 400 above when a required or unambiguous store is not known.

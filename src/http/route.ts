@@ -81,6 +81,11 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
   },
 ) {
   const { guard: guardOptions, afterGuard = [], cachedRead: cached, ...route } = config;
+  // A misspelt owner would send a token of several stores to its first store's home, to a 404 (auth.ts).
+  const owner = guardOptions.owner;
+  if (owner && !route.path.includes(`{${owner.param}}`)) {
+    throw new Error(`${route.path}: the guard's owner names {${owner.param}}, which the path lacks`);
+  }
   const refusedBodies = bodyRefusals(route);
   // One middleware whose type carries the guard's caller, so a handler of a required store reads a string.
   const checks = every(

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../env";
 import { enqueueInBackground } from "../events/dispatch";
 import { eventTarget, newEvent } from "../events/records";
+import type { PathOwner } from "../http/auth";
 import { ApiError, messages } from "../http/errors";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
@@ -17,7 +18,12 @@ const name = z
   .string()
   .openapi({ param: { name: "name", in: "path" }, description: "The field's identity slug (percent-decoded once)" });
 
-const writeGuard = { ability: "products:write", store: "optional" } as const;
+/**
+ * The guard of a route whose path names its store's resource by `owner` (a token of several stores without
+ * `X-Service-Store` acts on that resource's own store): the product's `productId`, or the live variant's `id`.
+ */
+const writeGuard = (owner: PathOwner) => ({ ability: "products:write", store: "optional", owner }) as const;
+const byProduct: PathOwner = { kind: "product", param: "productId" };
 const deleted = { 204: { description: "Deleted; the remaining fields are renumbered 0..n-1" } };
 
 // Documented from the handler's own zod schema, but not validated by the router: the handler reads the
@@ -27,7 +33,13 @@ const { $schema: _dialect, ...draftVersionSchema }: Record<string, unknown> = z.
 });
 const draftVersionBody = { required: true, content: { "application/json": { schema: draftVersionSchema } } };
 
-function liveRoute<P extends z.ZodObject>(operationId: string, path: string, summary: string, params: P) {
+function liveRoute<P extends z.ZodObject>(
+  operationId: string,
+  path: string,
+  summary: string,
+  params: P,
+  owner: PathOwner = byProduct,
+) {
   return bearerRoute({
     method: "delete",
     path,
@@ -36,7 +48,7 @@ function liveRoute<P extends z.ZodObject>(operationId: string, path: string, sum
     description:
       "Deletes a live custom field by name. 409 while the product has a draft: delete the field on the draft instead, or publish or delete the draft first.",
     tags: ["Custom fields"],
-    guard: writeGuard,
+    guard: writeGuard(owner),
     request: { params },
     responses: { ...deleted, ...errorResponses(400, ...bearerErrors, 404, 409) },
   });
@@ -51,7 +63,7 @@ function draftRoute<P extends z.ZodObject>(operationId: string, path: string, su
     description:
       "Deletes a custom field of the product's draft overlay. The body carries the current `draft_version`; a stale one answers 409 and a success bumps it by one.",
     tags: ["Custom fields"],
-    guard: writeGuard,
+    guard: writeGuard(byProduct),
     request: { params, body: draftVersionBody },
     responses: { ...deleted, ...errorResponses(400, ...bearerErrors, 404, 409, 422) },
   });
@@ -142,6 +154,7 @@ export const customFieldRoutes = createRouter()
       "/product-variants/{id}/custom-fields/{name}",
       "Delete a variant custom field",
       z.object({ id: variantId, name }),
+      { kind: "variant", param: "id" },
     ),
     async (c) => {
       const params = c.req.valid("param");

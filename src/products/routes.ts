@@ -30,7 +30,9 @@ function signingScope(c: Context<AppEnv>, product: ProductRow): SigningScope {
   };
 }
 
-const readGuard = { ability: "products:read", store: "optional" } as const;
+/** The path's `id` is the product's: a token of several stores acts on that product's own store. */
+const byProduct = { kind: "product", param: "id" } as const;
+const readGuard = { ability: "products:read", store: "optional", owner: byProduct } as const;
 
 /** Product reads: the live product and its draft overlay. */
 export const productRoutes = createRouter()
@@ -93,7 +95,7 @@ export const productRoutes = createRouter()
       description:
         "Drops the overlay, as a 409 on a live write or a stale publish suggests. Any request body is ignored.",
       tags: ["Products"],
-      guard: { ability: "products:write", store: "optional" },
+      guard: { ability: "products:write", store: "optional", owner: byProduct },
       request: { params: ProductParams },
       responses: {
         204: { description: "The draft is gone; has_draft is false" },
@@ -116,7 +118,7 @@ export const productRoutes = createRouter()
       description:
         "Persists the draft overlay as the live product (or publishes / re-saves the live product when there is none) and answers the live product. Checks in order: 404 → 422 no active plan → 409 stale overlay → project platform (422 account not connected, 422 errors.wall_id / errors.footer_id) → course connects and disconnects (502 when the platform is unavailable; retrying is safe) → persist. A draft slug taken meanwhile is stored as `<slug>-2`, `-3`, …",
       tags: ["Products"],
-      guard: { ability: "products:publish", store: "optional" },
+      guard: { ability: "products:publish", store: "optional", owner: byProduct },
       request: { params: ProductParams },
       responses: {
         200: { description: "The published live product", content: { "application/json": { schema: Product } } },

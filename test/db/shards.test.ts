@@ -14,7 +14,17 @@ import { homeBinding, homeNames, homeTag, shardNames } from "../../src/db/shards
 import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
 import { recordingQueue } from "../support/events";
-import { customFields, seed, seedProduct, seedStore, seedToken, storeDb, storeHome, uuid } from "../support/factories";
+import {
+  customFields,
+  seed,
+  seedProduct,
+  seedStore,
+  seedToken,
+  storeDb,
+  storeHome,
+  uuid,
+  variantInput,
+} from "../support/factories";
 import { expectJson, expectStatus, origin } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 import { seedSubscriptions } from "../support/subscriptions";
@@ -188,6 +198,84 @@ describe("stores on two shards", () => {
     reset();
     await expectStatus(await call(bindings, `/products/${uuid()}`, { token }), 404);
     expect(Object.keys(reached()).sort()).toEqual([a.home, b.home].sort());
+  });
+
+  it("a token of stores on both shards, without X-Service-Store, acts on each store's own product, variant and draft through every route whose path id names them", async () => {
+    const { a, b } = await storesOnBothShards();
+    const token = await seedToken([a.storeId, b.storeId]);
+    /** A fresh product of `storeId` (no isolate has located it yet): live fields and a variant, or a draft overlay. */
+    const freshProduct = async (storeId: string, drafted: boolean) => {
+      const variant = variantInput({ custom_fields: customFields("size") });
+      const draftVariant = variantInput({ status: "draft", custom_fields: customFields("size") });
+      const product = await seedProduct(storeId, {
+        custom_fields: customFields("nip"),
+        waitlist_custom_fields: customFields("email"),
+        variants: [variant],
+        ...(drafted
+          ? {
+              draft: {
+                draft_version: 1,
+                custom_fields: customFields("nip"),
+                waitlist_custom_fields: customFields("email"),
+                variants: [draftVariant],
+              },
+            }
+          : {}),
+      });
+      return { id: product.id, variantId: variant.id, draftVariantId: draftVariant.id };
+    };
+    type Fresh = Awaited<ReturnType<typeof freshProduct>>;
+    const version = { draft_version: 1 };
+    // Every route kind of the optional store rule, by the kind of id its path names.
+    const routes: { drafted: boolean; status: number; call: (p: Fresh) => [string, RequestInit] }[] = [
+      { drafted: false, status: 200, call: (p) => [`/products/${p.id}`, {}] },
+      { drafted: false, status: 200, call: (p) => [`/products/${p.id}/cross-sells`, {}] },
+      { drafted: false, status: 204, call: (p) => [`/products/${p.id}/custom-fields/nip`, { method: "DELETE" }] },
+      {
+        drafted: false,
+        status: 204,
+        call: (p) => [`/products/${p.id}/waitlist-custom-fields/email`, { method: "DELETE" }],
+      },
+      {
+        drafted: false,
+        status: 204,
+        call: (p) => [`/product-variants/${p.variantId}/custom-fields/size`, { method: "DELETE" }],
+      },
+      { drafted: false, status: 200, call: (p) => [`/products/${p.id}/publish`, { method: "POST" }] },
+      { drafted: true, status: 200, call: (p) => [`/products/${p.id}/draft`, {}] },
+      { drafted: true, status: 200, call: (p) => [`/products/${p.id}/draft/cross-sells`, {}] },
+      { drafted: true, status: 204, call: (p) => [`/products/${p.id}/draft`, { method: "DELETE" }] },
+      {
+        drafted: true,
+        status: 204,
+        call: (p) => [`/products/${p.id}/draft/custom-fields/nip`, { method: "DELETE", body: JSON.stringify(version) }],
+      },
+      {
+        drafted: true,
+        status: 204,
+        call: (p) => [
+          `/products/${p.id}/draft/waitlist-custom-fields/email`,
+          { method: "DELETE", body: JSON.stringify(version) },
+        ],
+      },
+      {
+        drafted: true,
+        status: 204,
+        call: (p) => [
+          `/products/${p.id}/draft/variants/${p.draftVariantId}/custom-fields/size`,
+          { method: "DELETE", body: JSON.stringify(version) },
+        ],
+      },
+    ];
+    // The token's first store's home is where an id no home holds goes: the second store is the one a wrong
+    // kind of lookup misses.
+    for (const store of [a, b]) {
+      for (const route of routes) {
+        const [path, init] = route.call(await freshProduct(store.storeId, route.drafted));
+        const response = await call(env, path, { ...init, token });
+        await expectStatus(response, route.status, `${init.method ?? "GET"} ${path} (store on ${store.home})`);
+      }
+    }
   });
 
   it("a bookmark names its database; sent to a store of the other shard it reads from the primary, never fails", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { resolveStore } from "../../src/http/auth";
 import { ApiError } from "../../src/http/errors";
+import { bearerRoute } from "../../src/http/route";
 import { seedProduct, seedStore, seedToken, uuid } from "../support/factories";
 import { api, expectJson, expectStatus } from "../support/http";
 
@@ -69,6 +70,20 @@ describe("stores: X-Service-Store", () => {
     await expectStatus(await api(`/products/${product.id}`, { token }), 200);
     const scoped = await api(`/products/${product.id}`, { token, store: first.storeId });
     await expectStatus(scoped, 404);
+  });
+
+  it("a route whose guard names an owner parameter its path lacks is refused when the route is built", () => {
+    const route = (path: string) =>
+      bearerRoute({
+        method: "get",
+        path,
+        guard: { ability: "products:read", store: "optional", owner: { kind: "variant", param: "variantId" } },
+        responses: { 204: { description: "Nothing" } },
+      });
+    expect(() => route("/product-variants/{id}")).toThrowError(
+      "/product-variants/{id}: the guard's owner names {variantId}, which the path lacks",
+    );
+    expect(() => route("/product-variants/{variantId}")).not.toThrow();
   });
 
   it("accepts the store header in upper case", async () => {

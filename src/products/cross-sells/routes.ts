@@ -34,7 +34,7 @@ function listRoute(
     summary,
     description,
     tags: ["Cross-sells"],
-    guard: { ability: "products:read", store: "optional" },
+    guard: { ability: "products:read", store: "optional", owner: { kind: "product", param: "productId" } },
     ...options,
     request: { params: Params, query: Query },
     responses: {
