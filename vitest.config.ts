@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { buildConverter, converterSettings } from "./scripts/lib/converter-build.mjs";
 
 // The secrets wrangler.toml requires, as wrangler looks for them: the plugin reads the configuration through
 // wrangler, which warns about a required secret missing from .dev.vars, .env and the environment (it does not
@@ -25,6 +26,16 @@ export default defineConfig({
                 DEV_FIXTURES: "on",
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
+              // The converter Worker, as wrangler builds it for a deploy, behind the API's CONVERTER binding
+              // (wrangler.toml): the API's tests convert through the same RPC as production, in another
+              // Worker that shares the bucket.
+              workers: [
+                {
+                  ...converterSettings(),
+                  modules: buildConverter(),
+                  r2Buckets: { BUCKET: "storefront-checkout-media" },
+                },
+              ],
             },
           })),
         ],
@@ -37,6 +48,15 @@ export default defineConfig({
           // test/scripts/*.test.ts drive the deploy and token scripts in Node; test/scripts/worker/ runs here.
           exclude: ["test/e2e/**", "test/scripts/*.test.ts"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
+        },
+      },
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./converter/wrangler.toml" } })],
+        test: {
+          name: "converter",
+          // Each file in its own isolate, as the API's: the codec instances an isolate keeps start empty.
+          isolate: true,
+          include: ["converter/test/**/*.test.ts"],
         },
       },
       {

@@ -1,5 +1,8 @@
-// Starts `wrangler dev` for local development and for the end-to-end tests: applies the D1
-// migrations to the persist directory first, then waits until the Worker answers.
+// Starts both Workers with `wrangler dev` for local development, the end-to-end tests and the benches: the
+// converter (converter/wrangler.toml) as a process of its own, then the API, after applying the D1 migrations
+// to the persist directory; it waits until both answer. Two processes, not one `wrangler dev` with two
+// configurations: one process runs all its Workers on one thread, so a conversion would stall the API's
+// requests, which production's separate isolates never do.
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -102,17 +105,17 @@ async function configArgs(shards, baseConfig) {
   return baseConfig ? ["--config", baseConfig] : [];
 }
 
-async function waitUntilServing(url, child, timeoutMs) {
+/** Waits until `ready(url)` answers true for a request to the Worker `child` serves at `url`. */
+async function waitUntilServing(url, child, timeoutMs, ready = (response) => response.ok) {
   const deadline = Date.now() + timeoutMs;
   let exited = false;
   child.once("exit", () => {
     exited = true;
   });
   while (Date.now() < deadline) {
-    if (exited) throw new Error("wrangler dev exited before it served requests");
+    if (exited) throw new Error(`wrangler dev exited before it served requests at ${url}`);
     try {
-      const response = await fetch(`${url}/api/v1/openapi.json`);
-      if (response.ok) return;
+      if (await ready(await fetch(url))) return;
     } catch {
       // Not listening yet.
     }
@@ -121,11 +124,46 @@ async function waitUntilServing(url, child, timeoutMs) {
   throw new Error(`wrangler dev did not answer at ${url} within ${timeoutMs} ms`);
 }
 
+/** Stops a `wrangler dev` child: SIGTERM, then SIGKILL if it has not gone within five seconds. */
+function stopChild(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", resolve);
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+  });
+}
+
 /**
- * Starts `wrangler dev` with the development fixtures enabled, events allowed to plain `http:` receivers and
- * `shards` local shards (wrangler.shards.toml). `config` is another wrangler.toml to run (a copy of the
- * project's: the benches); its sharded copy is written beside it. Returns its base URL and a stop
- * function. `extraArgs` go to `wrangler dev` unchanged.
+ * Starts the converter Worker as a `wrangler dev` process of its own, on free ports, sharing `persistTo` (its
+ * local R2 bucket is the API's) and the dev registry `registry` through which the API's CONVERTER binding
+ * finds it. It has no routes: any answer on its port means it is serving.
+ */
+async function startConverter({ projectDir, persistTo, registry, stdio, timeoutMs }) {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const args = ["dev", "--config", join(projectDir, "converter/wrangler.toml"), "--ip", "127.0.0.1"];
+  args.push("--port", String(port), "--inspector-port", String(inspectorPort));
+  args.push("--show-interactive-dev-session=false");
+  if (persistTo) args.push("--persist-to", persistTo);
+  const child = wrangler(args, { stdio, env: { WRANGLER_REGISTRY_PATH: registry } });
+  try {
+    await waitUntilServing(`http://127.0.0.1:${port}/`, child, timeoutMs, () => true);
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+  return { child, inspectorPort };
+}
+
+/**
+ * Starts the converter and the API with `wrangler dev`: the API with the development fixtures enabled, events
+ * allowed to plain `http:` receivers and `shards` local shards (wrangler.shards.toml). `config` is another
+ * wrangler.toml to run (a copy of the project's: the benches), whose converter is the one beside it; its
+ * sharded copy is written beside it. Returns the API's base URL, both processes, the converter's inspector
+ * port (the benches read its isolate's memory there) and a stop function that stops both. `extraArgs` go to the API's `wrangler dev` unchanged. The two processes find each other through a dev
+ * registry of their own (in `persistTo`, else in the project's .wrangler/), so that two instances side by side
+ * never bind each other's converter.
  */
 export async function startDevServer({
   port,
@@ -139,6 +177,15 @@ export async function startDevServer({
   // The Worker runs with `shards` local shards (two: SHARD_0, SHARD_1, as in the tests) beside DB; none binds DB
   // only (every store in DB), as plain `wrangler dev` does.
   await applyLocalMigrations(persistTo, { shards, config });
+  const projectDir = config ? dirname(config) : projectRoot;
+  const registry = join(persistTo ?? join(projectDir, ".wrangler"), "dev-registry");
+  const { child: converter, inspectorPort: converterInspectorPort } = await startConverter({
+    projectDir,
+    persistTo,
+    registry,
+    stdio,
+    timeoutMs,
+  });
   const args = [
     "dev",
     ...(await configArgs(shards, config)),
@@ -154,22 +201,18 @@ export async function startDevServer({
     "--show-interactive-dev-session=false",
   ];
   if (persistTo) args.push("--persist-to", persistTo);
-  const child = wrangler([...args, ...extraArgs], { stdio });
+  const child = wrangler([...args, ...extraArgs], { stdio, env: { WRANGLER_REGISTRY_PATH: registry } });
   const url = `http://127.0.0.1:${port}`;
-  const stop = () =>
-    new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once("exit", resolve);
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
-    });
+  const stop = () => Promise.all([stopChild(child), stopChild(converter)]).then(() => {});
+  // Either process gone ends the other: a half-started service is never left serving.
+  for (const worker of [child, converter]) worker.once("exit", () => stop());
   try {
-    await waitUntilServing(url, child, timeoutMs);
+    await waitUntilServing(`${url}/api/v1/openapi.json`, child, timeoutMs);
   } catch (error) {
     await stop();
     throw error;
   }
-  return { url, child, stop };
+  return { url, child, converter, converterInspectorPort, stop };
 }
 
 /** Loads a fixture document through the development route. */

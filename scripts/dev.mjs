@@ -66,4 +66,5 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     process.exit(0);
   });
 }
-server.child.on("exit", (code) => process.exit(code ?? 0));
+// Either Worker's process gone ends the service (the other is stopped with it).
+for (const worker of [server.child, server.converter]) worker.on("exit", (code) => process.exit(code ?? 0));

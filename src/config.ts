@@ -1,7 +1,7 @@
 import { z } from "zod";
+import { maxSupportedEdge } from "./converter/contract";
 import { ApiError } from "./http/errors";
 import { log } from "./lib/log";
-import { maxSupportedEdge } from "./uploads/convert/budget";
 
 /**
  * Every configuration variable and secret, parsed and validated once per isolate (docs/api.md,

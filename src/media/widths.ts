@@ -1,16 +1,17 @@
 import { setting } from "../config";
+import { askConverter } from "../converter/client";
 import { ApiError } from "../http/errors";
-import { toHex } from "../lib/encoding";
 import { log } from "../lib/log";
 import { mediaKey, mediaWidthKey } from "../storage/keys";
-import { type ImageInput, readWebpHeader, resizeHostedWebp, widthClaims } from "../uploads/for-media";
+import { widthClaims } from "../uploads/for-media";
 import { mediaMessages } from "./messages";
 import { parseRange } from "./range";
 import { type RememberedVariant, VariantMemory } from "./variant-memory";
 
 /**
  * `{file_url}?width=N`: a converted image re-encoded N pixels wide (docs/responsive-images.md). Made once
- * from the hosted WebP, by the request that first asks for it, then served from the edge cache or R2.
+ * from the hosted WebP by the converter Worker, for the request that first asks for it, then served from the
+ * edge cache or R2.
  */
 
 /** What the media route needs to answer a `?width=` request. */
@@ -58,15 +59,16 @@ export function widthGenerations(): number {
 }
 
 /**
- * The `width` asked for, or null when the request has none. Anything but exactly one `width` parameter that
- * is one of the configured widths in plain decimal is 400, naming the widths.
+ * The `width` asked for, or null when the request has none. Anything but exactly one `width` parameter
+ * spelled as one of the configured widths is spelled in the list (`640`, not `0640` or `640.0`) is 400,
+ * naming the widths: every other spelling would be one more edge-cache entry of the same variant.
  */
 function requestedWidth(url: URL, widths: number[]): number | null {
   const values = url.searchParams.getAll("width");
   if (values.length === 0) return null;
   const [value] = values;
-  const width = values.length === 1 && value !== undefined && /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN;
-  if (!widths.includes(width)) throw new ApiError(400, widthMessages.unsupported(widths));
+  const width = values.length === 1 ? widths.find((listed) => String(listed) === value) : undefined;
+  if (width === undefined) throw new ApiError(400, widthMessages.unsupported(widths));
   return width;
 }
 
@@ -101,38 +103,35 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
 
   const key = mediaWidthKey(storeId, uploadId, width);
   const hostedKey = mediaKey(storeId, uploadId, "webp");
-  // Both at once: a stored variant is answered; otherwise the hosted image is what gets decoded.
-  const [stored, hosted] = await Promise.all([env.BUCKET.get(key), env.BUCKET.get(hostedKey)]);
-  if (stored) {
-    await hosted?.body.cancel();
-    return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
-  }
+  // Both at once: a stored variant is answered; otherwise the hosted image's size decides what is made.
+  const [stored, hosted] = await Promise.all([env.BUCKET.get(key), env.BUCKET.head(hostedKey)]);
+  if (stored) return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
   if (!hosted) return null;
-  const source = await hostedSize(env.BUCKET, hosted);
-  if (!source || width >= source.width) {
-    await hosted.body.cancel();
-    return null;
+  let source: { width: number; height: number } | null;
+  try {
+    source = await hostedSize(ask, hosted);
+  } catch (error) {
+    logFailure(ask, width, error);
+    return unavailable();
   }
+  if (!source || width >= source.width) return null;
   const size = { width, height: scaledHeight(source.width, source.height, width) };
-  return makeOnce(ask, { width, key, cacheKey, size, hosted, hostedKey });
+  return makeOnce(ask, { width, key, cacheKey, size, hostedKey });
 }
 
 /**
- * The size of a converted image, from its metadata (written by hosting), or for images hosted before it was
- * recorded from the WebP's first bytes; null for an animation (hosted unchanged) or an unreadable file.
+ * The size of a converted image, from its metadata (written by the conversion), or for images hosted before it
+ * was recorded from the WebP's first bytes, which the converter reads; null for an animation (hosted
+ * unchanged) or an unreadable file.
  */
-async function hostedSize(bucket: R2Bucket, hosted: R2Object): Promise<{ width: number; height: number } | null> {
+async function hostedSize(ask: WidthRequest, hosted: R2Object): Promise<{ width: number; height: number } | null> {
   const width = Number(hosted.customMetadata?.width);
   const height = Number(hosted.customMetadata?.height);
   if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
-  const start = await bucket.get(hosted.key, { range: { offset: 0, length: 64 } });
-  if (!start) return null;
-  try {
-    const header = readWebpHeader(new Uint8Array(await start.arrayBuffer()));
-    return header.animated ? null : { width: header.width, height: header.height };
-  } catch {
-    return null; // not a WebP the pipeline could read: served as it is
-  }
+  const header = await askConverter(ask.env, { upload_id: ask.uploadId }, (converter) =>
+    converter.describe(hosted.key),
+  );
+  return header && !header.animated ? { width: header.width, height: header.height } : null;
 }
 
 /**
@@ -177,8 +176,7 @@ type Variant = {
   key: string;
   cacheKey: string;
   size: { width: number; height: number };
-  /** The hosted image, its body open: the decoder reads it if this request makes the width. */
-  hosted: R2ObjectBody;
+  /** Where the hosted image is, which the converter reads if this request makes the width. */
   hostedKey: string;
 };
 
@@ -194,9 +192,6 @@ async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> 
     // The coordinator or R2 failed: nothing was stored, the next request tries again.
     logFailure(ask, variant.width, error);
     return unavailable();
-  } finally {
-    // Read by the decoder when this request made the width; otherwise never read.
-    if (!variant.hosted.bodyUsed) await variant.hosted.body.cancel().catch(() => {});
   }
 }
 
@@ -234,7 +229,7 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
     if (claim.verdict === "make") {
       let made: { bytes: Uint8Array; etag: string };
       try {
-        made = await make(env.BUCKET, variant);
+        made = await make(ask, variant);
       } catch (error) {
         logFailure(ask, width, error);
         await finish(ask, claimKey, claim.attempt, false);
@@ -263,25 +258,18 @@ async function finish(ask: WidthRequest, claimKey: string, attempt: number, made
 }
 
 /**
- * Decodes the hosted WebP scaled to the variant's size and encodes it as conversion does; answers the bytes
- * and their entity tag, R2's for a single put: the MD5 of the bytes, so the answer need not wait for the put.
+ * Has the converter decode the hosted WebP scaled to the variant's size and encode it as conversion does;
+ * answers the bytes and their entity tag, R2's for a single put (the MD5 of the bytes), so the answer need not
+ * wait for the put.
  */
-async function make(bucket: R2Bucket, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
-  const { hosted, hostedKey } = variant;
-  const input: ImageInput = {
-    size: hosted.size,
-    // The body already open, then (should the decoder read again) a new one.
-    open: async () => {
-      if (!hosted.bodyUsed) return hosted.body;
-      const object = await bucket.get(hostedKey);
-      if (!object) throw new Error(`hosted image missing at ${hostedKey}`);
-      return object.body;
-    },
-  };
+async function make(ask: WidthRequest, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
+  const { hostedKey, size } = variant;
   generations += 1;
-  const { bytes } = await resizeHostedWebp(input, variant.size);
-  const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
-  return { bytes, etag: `"${toHex(digest)}"` };
+  const made = await askConverter(ask.env, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
+    converter.makeWidth({ source: hostedKey, ...size }),
+  );
+  if ("missing" in made) throw new Error(`hosted image missing at ${hostedKey}`);
+  return made;
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */

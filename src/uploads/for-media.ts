@@ -2,13 +2,9 @@ import { storeCoordinator } from "./coordinator/client";
 
 /**
  * What media/ uses of uploads, and all it may use (.dependency-cruiser.cjs, `media-through-uploads-face`):
- * the conversion's re-encoding of a hosted WebP for `?width=`, a hosted WebP's header (its size), and the
- * store coordinator's claims on making a width. What both sides share, the R2 key scheme and hosting in
- * place, is in src/storage/.
+ * the store coordinator's claims on making a width. What both sides share, the R2 key scheme and hosting in
+ * place, is in src/storage/; the making of a width is the converter Worker's (src/converter/).
  */
-
-export { type ImageInput, resizeHostedWebp } from "./convert";
-export { readWebpHeader } from "./convert/webp-header";
 
 /**
  * The store's coordinator as `?width=` uses it: one request at a time makes a width (`claimWidth`), and

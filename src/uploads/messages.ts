@@ -54,6 +54,9 @@ export const uploadMessages = {
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
   assemblyFailed: "The parts could not be assembled; retry the complete.",
+  /** `reason`: why the converter Worker could not be asked (src/converter/client.ts). */
+  converterUnavailable: (reason: string) =>
+    `The image converter is unavailable (${reason}); the upload is stored as it was, retry the complete in a moment.`,
   reserveFailed: "The upload could not be reserved; retry.",
   size: (limit: number) => `The size must be an integer between 1 and ${limit} bytes.`,
   tooManyParts: (partLimit: number, partSize: number) =>

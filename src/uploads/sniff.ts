@@ -1,19 +1,14 @@
 import { fileTypeFromBuffer } from "file-type";
+import type { StillFormat } from "../converter/contract";
 import { mediaTypeEssence } from "../lib/media-type";
-import { type GifScanOutcome, type ImageInput, isAnimated, scanGifInput } from "./convert";
 
 /**
- * What the bytes are, as far as hosting is concerned. A GIF's still form carries what walking its blocks
- * found (`gifScan`), for the conversion, which then does not walk them again.
+ * What the bytes are, as far as hosting is concerned, from their first bytes. A GIF is `still` here whatever
+ * its frame count: counting them means walking the whole file, which the converter does before converting
+ * it (an animated GIF comes back from the converter to be hosted unchanged).
  */
 export type Sniffed =
-  | {
-      kind: "still";
-      format: "jpeg" | "png" | "webp" | "gif" | "bmp";
-      mime: string;
-      ext: string;
-      gifScan?: GifScanOutcome;
-    }
+  | { kind: "still"; format: StillFormat; mime: string; ext: string }
   | { kind: "animated"; mime: string; ext: string }
   | { kind: "video"; mime: string; ext: string }
   | { kind: "heif" }
@@ -50,10 +45,17 @@ function looksLikeSvg(head: Uint8Array): boolean {
 }
 
 /**
- * Sniffs the kind of bytes from their content, never from a name or declared type. `head` is the
- * start of the file; `file` is read (streamed, block by block) only to count a GIF's frames.
+ * Whether a WebP's first bytes announce an animation: the extended header (VP8X), when there is one, is the
+ * first chunk, and its flags byte says so. Anything else is read as a still image (whose conversion then says
+ * why it cannot be read, if it cannot).
  */
-export async function sniff(head: Uint8Array, file: ImageInput): Promise<Sniffed> {
+function isAnimatedWebp(head: Uint8Array): boolean {
+  const chunk = String.fromCharCode(...head.subarray(12, 16));
+  return chunk === "VP8X" && head.length > 20 && ((head[20] as number) & 0x02) !== 0;
+}
+
+/** Sniffs the kind of bytes from their first bytes (`head`), never from a name or declared type. */
+export async function sniff(head: Uint8Array): Promise<Sniffed> {
   const detected = await fileTypeFromBuffer(head);
   if (!detected)
     return looksLikeSvg(head) ? { kind: "svg" } : { kind: "other", mime: "application/octet-stream", ext: null };
@@ -61,27 +63,12 @@ export async function sniff(head: Uint8Array, file: ImageInput): Promise<Sniffed
   if (heifMimes.has(mime)) return { kind: "heif" };
   if (videoMimes.has(mime)) return { kind: "video", mime, ext };
   if (mime === "image/apng") return { kind: "animated", mime: "image/apng", ext: "png" };
-  if (mime === "image/webp" && isAnimated(head, "webp")) return { kind: "animated", mime, ext };
-  if (mime === "image/gif") {
-    const gifScan = await scanOrNothing(file);
-    if (gifScan && "scan" in gifScan && gifScan.scan.frames > 1) return { kind: "animated", mime, ext };
-    // A GIF that cannot be read is still: converting it reports why (from this outcome).
-    return { kind: "still", format: "gif", mime, ext, ...(gifScan ? { gifScan } : {}) };
-  }
+  if (mime === "image/webp" && isAnimatedWebp(head)) return { kind: "animated", mime, ext };
   if (mime in stillFormats) {
     return { kind: "still", format: stillFormats[mime as keyof typeof stillFormats], mime, ext };
   }
   if (mime === "application/xml" && looksLikeSvg(head)) return { kind: "svg" };
   return { kind: "other", mime, ext };
-}
-
-/** What walking a GIF's blocks found; undefined when reading failed (converting it then reads it again). */
-async function scanOrNothing(file: ImageInput): Promise<GifScanOutcome | undefined> {
-  try {
-    return await scanGifInput(file);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The hosted file result's `type` for bytes hosted as a private file. */

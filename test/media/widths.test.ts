@@ -1,5 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { decodeWebp, near, paint, quadrantColours, quadrants, writeRgbaPng } from "../../converter/test/images";
 import { createApp } from "../../src/app";
 import { readConfig } from "../../src/config";
 import { signFileUrl } from "../../src/media/signing";
@@ -11,7 +12,6 @@ import { uuid } from "../support/factories";
 import { api, json, origin } from "../support/http";
 import { gif } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
-import { decodeWebp, near, paint, quadrantColours, quadrants, writeRgbaPng } from "../uploads/convert/images";
 
 const defaultWidths = [160, 320, 480, 640, 960, 1280, 1920];
 const unsupported = "Unsupported width. Use one of: 160, 320, 480, 640, 960, 1280, 1920.";

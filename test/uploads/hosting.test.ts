@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { gifFrameBomb, pngInflateBomb } from "../../converter/test/hostile-images";
 import { privateFileKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { seedStore } from "../support/factories";
 import { api, json } from "../support/http";
 import { isoMedia, png } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
-import { gifFrameBomb, pngInflateBomb } from "./convert/hostile-images";
 
 describe("complete under concurrency", () => {
   it("converts concurrent completes of one isolate without a request doing I/O for another (no 500)", async () => {

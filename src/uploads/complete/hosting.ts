@@ -1,16 +1,20 @@
+import type { ConvertJob, ConvertOutcome } from "../../converter/contract";
 import { inPlaceMetadata } from "../../storage/in-place";
 import { mediaKey, privateFileKey, stagedKey } from "../../storage/keys";
-import { convertToWebp, ImageTooLargeError, UnconvertibleImageError } from "../convert";
 import { uploadMessages } from "../messages";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "../sniff";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "../upload-state";
-import { openStaged, type StagedRead } from "./staged-read";
 
 /** What hosting accepts under some declared type: HEIC, HEIF and AVIF are refused under every one. */
 type Hostable = Exclude<Sniffed, { kind: "heif" }>;
 
+/** The staged object's metadata and its first bytes (what sniffing reads). */
+type StagedHead = { object: R2Object; head: Uint8Array };
+
 type HostingDeps = {
   bucket: R2Bucket;
+  /** The converter Worker's `convert` (src/converter/client.ts): still images become WebP there, not here. */
+  convert: (job: ConvertJob) => Promise<ConvertOutcome>;
   /** Long edge of converted images (`MAX_IMAGE_EDGE`). */
   maxImageEdge: number;
   /** Base of public media URLs, without a trailing slash. */
@@ -45,26 +49,13 @@ function publicMediaUrl(deps: HostingDeps, storeId: string, uploadId: string, ex
   return `${deps.mediaBaseUrl}/${storeId}/${uploadId}.${ext}`;
 }
 
-/** Writes `pieces` to R2 as one object of `size` bytes, in order, without joining them into one more copy. */
-async function putPieces(bucket: R2Bucket, key: string, pieces: Uint8Array[], size: number, options: R2PutOptions) {
-  const { readable, writable } = new FixedLengthStream(size);
-  const writing = (async () => {
-    const writer = writable.getWriter();
-    for (const piece of pieces) await writer.write(piece);
-    await writer.close();
-  })();
-  await Promise.all([bucket.put(key, readable, options), writing]);
-}
-
 /**
  * Decides from the bytes what a completed upload becomes and writes it: still images prepared as
- * `image` are converted to WebP, animated images and videos are hosted unchanged, `file` uploads are
- * kept private. Bytes hosted unchanged stay at the staged key and are hosted in place (in-place.ts);
- * a converted image's staged bytes are deleted once its WebP is written. Bytes that cannot be hosted
- * write nothing and leave the staged bytes for the alarm.
- *
- * The staged object is read once: sniffing takes its first bytes, and the same GET goes on to a GIF's
- * frame count or to the conversion (staged-read.ts).
+ * `image` are converted to WebP (by the converter Worker, which reads the staged bytes and writes the WebP
+ * itself), animated images and videos are hosted unchanged, `file` uploads are kept private. Bytes hosted
+ * unchanged stay at the staged key and are hosted in place (in-place.ts); a converted image's staged bytes
+ * are deleted once its WebP is written. Bytes that cannot be hosted write nothing and leave the staged bytes
+ * for the alarm. Only the first bytes of the staged object are read here, for sniffing.
  */
 export async function hostUpload(
   deps: HostingDeps,
@@ -72,7 +63,7 @@ export async function hostUpload(
   upload: UploadRecord & { hostedKey?: string | null },
 ): Promise<CompleteOutcome> {
   const key = stagedKey(storeId, upload.id);
-  const staged = await openStaged(deps.bucket, key, sniffBytes);
+  const staged = await readHead(deps.bucket, key);
   if (!staged) {
     // A complete that died after writing the WebP and deleting the original, before it was recorded:
     // the WebP is the result.
@@ -94,25 +85,28 @@ export async function hostUpload(
     }
     throw new Error(`staged bytes missing at ${key}`);
   }
-  try {
-    const sniffed = await sniff(staged.head, staged.input);
-    if (sniffed.kind === "heif") return { unhostable: uploadMessages.heif }; // under any declared type
-    const hosted =
-      upload.type === "file"
-        ? await hostPrivately(deps, storeId, upload, sniffed, staged)
-        : await hostAsMedia(deps, storeId, upload, sniffed, staged);
-    if ("unhostable" in hosted) return hosted;
-    return { hosted };
-  } finally {
-    await staged.close();
-  }
+  const sniffed = await sniff(staged.head);
+  if (sniffed.kind === "heif") return { unhostable: uploadMessages.heif }; // under any declared type
+  const hosted =
+    upload.type === "file"
+      ? await hostPrivately(deps, storeId, upload, sniffed, staged)
+      : await hostAsMedia(deps, storeId, upload, sniffed, staged);
+  if ("unhostable" in hosted) return hosted;
+  return { hosted };
+}
+
+/** The staged object's first `sniffBytes` bytes and its metadata, in one ranged GET; null when it is missing. */
+async function readHead(bucket: R2Bucket, key: string): Promise<StagedHead | null> {
+  const object = await bucket.get(key, { range: { offset: 0, length: sniffBytes } });
+  if (!object) return null;
+  return { object, head: new Uint8Array(await object.arrayBuffer()) };
 }
 
 /**
  * Hosts the staged bytes unchanged at `hostedKey` without moving them: an empty object there names them
  * (in-place.ts). Written again by a retried complete, it names the same bytes.
  */
-async function hostInPlace(deps: HostingDeps, staged: StagedRead, hostedKey: string, options: R2PutOptions) {
+async function hostInPlace(deps: HostingDeps, staged: StagedHead, hostedKey: string, options: R2PutOptions) {
   await deps.beforeWrite(hostedKey);
   await deps.bucket.put(hostedKey, null, {
     ...options,
@@ -125,7 +119,7 @@ async function hostPrivately(
   storeId: string,
   upload: UploadRecord,
   sniffed: Sniffed,
-  staged: StagedRead,
+  staged: StagedHead,
 ): Promise<HostedFile> {
   const contentType =
     "mime" in sniffed ? sniffed.mime : sniffed.kind === "svg" ? "image/svg+xml" : "application/octet-stream";
@@ -145,7 +139,7 @@ async function hostAsMedia(
   storeId: string,
   upload: UploadRecord,
   sniffed: Hostable,
-  staged: StagedRead,
+  staged: StagedHead,
 ): Promise<HostedFile | { unhostable: string }> {
   const publicUrl = (ext: string) => publicMediaUrl(deps, storeId, upload.id, ext);
   switch (sniffed.kind) {
@@ -166,31 +160,30 @@ async function hostAsMedia(
     }
     case "still": {
       const webp = mediaKey(storeId, upload.id, "webp");
-      // Recorded while the image converts, not after: the coordinator's round trip overlaps the conversion.
-      // Nothing is written at the key until both are done; a key recorded for a conversion that then fails
-      // names nothing, and the upload's expiry removes nothing there.
-      const recorded = deps.beforeWrite(webp);
-      recorded.catch(() => {}); // awaited below, unless the conversion fails first
-      let converted: Awaited<ReturnType<typeof convertToWebp>>;
-      try {
-        converted = await convertToWebp(staged.input, sniffed.format, {
-          maxEdge: deps.maxImageEdge,
-          gifScan: sniffed.gifScan,
-        });
-      } catch (error) {
-        if (error instanceof ImageTooLargeError) return { unhostable: error.message };
-        if (error instanceof UnconvertibleImageError) return { unhostable: uploadMessages.corrupt(error.message) };
-        throw error;
-      }
-      await recorded;
-      // The size in the object's metadata tells the media route, from its `head`, that narrower widths exist.
-      const { width, height } = converted;
-      await putPieces(deps.bucket, webp, converted.chunks, converted.size, {
-        httpMetadata: { contentType: "image/webp" },
-        customMetadata: { width: String(width), height: String(height) },
+      // Recorded before the converter may write there: a complete that never finishes leaves nothing at the
+      // key that the upload's expiry would not remove.
+      await deps.beforeWrite(webp);
+      const outcome = await deps.convert({
+        source: staged.object.key,
+        target: webp,
+        format: sniffed.format,
+        maxEdge: deps.maxImageEdge,
       });
+      if ("missing" in outcome) throw new Error(`staged bytes missing at ${staged.object.key}`);
+      if ("refused" in outcome)
+        return {
+          unhostable: outcome.refused === "too-large" ? outcome.detail : uploadMessages.corrupt(outcome.detail),
+        };
+      if ("animated" in outcome) {
+        // A GIF of more than one frame (the converter walked its blocks): hosted unchanged, as an animation.
+        await hostInPlace(deps, staged, mediaKey(storeId, upload.id, sniffed.ext), {
+          httpMetadata: { contentType: sniffed.mime },
+        });
+        return { name: upload.filename, file_url: publicUrl(sniffed.ext), type: "image" };
+      }
       // The WebP is what is hosted: the original's bytes are not kept.
       await deps.bucket.delete(staged.object.key);
+      const { width, height } = outcome.converted;
       return { name: upload.filename, file_url: publicUrl("webp"), type: "image", width, height };
     }
   }

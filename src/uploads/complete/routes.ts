@@ -1,11 +1,15 @@
 import { setting } from "../../config";
+import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds } from "../../converter/client";
+import type { ConvertJob } from "../../converter/contract";
 import type { GuardedEnv } from "../../http/auth";
 import { inBackground } from "../../http/background";
+import { ApiError } from "../../http/errors";
 import { rateLimit } from "../../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { HostedFileSchema, mediaWrite, retryLater, UploadParams } from "../api-schemas";
 import { storeCoordinator, unwrap } from "../coordinator/client";
+import { uploadMessages } from "../messages";
 import { publishedFile } from "../srcset";
 import { storeUploadLimit } from "../store-limit";
 import { assembleParts, checkWithinLimit, completeUpload } from "./complete";
@@ -37,7 +41,9 @@ const completeRoute = bearerRoute({
   responses: {
     201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
     ...errorResponses(400, ...bearerErrors, 404, 409, 410, 422),
-    503: retryLater("Storage could not assemble the parts; they are as they were, and complete may be retried"),
+    503: retryLater(
+      "Storage could not assemble the parts, or the image converter is unavailable (the message names the cause); the upload is as it was, and complete may be retried after `Retry-After` seconds",
+    ),
   },
 });
 
@@ -59,8 +65,17 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
     host: (beforeWrite) => {
       const maxImageEdge = setting(c.env, "MAX_IMAGE_EDGE");
       const origin = new URL(c.req.url).origin;
+      const convert = (job: ConvertJob) =>
+        askConverter(c.env, { request_id: c.get("requestId"), upload_id: id }, (converter) =>
+          converter.convert(job),
+        ).catch((error) => {
+          if (!(error instanceof ConverterUnavailableError)) throw error;
+          throw new ApiError(503, uploadMessages.converterUnavailable(error.reason), undefined, {
+            "Retry-After": String(converterRetryAfterSeconds),
+          });
+        });
       return hostUpload(
-        { bucket, maxImageEdge, mediaBaseUrl: mediaBaseUrl(c.env, c.req.url), origin, beforeWrite },
+        { bucket, convert, maxImageEdge, mediaBaseUrl: mediaBaseUrl(c.env, c.req.url), origin, beforeWrite },
         storeId,
         upload,
       );

@@ -1,0 +1,37 @@
+import { WorkerEntrypoint } from "cloudflare:workers";
+import type {
+  ConverterService,
+  ConvertJob,
+  ConvertOutcome,
+  WidthJob,
+  WidthOutcome,
+} from "../../src/converter/contract";
+import { convertStaged, describeWebp, makeWidth } from "./jobs";
+
+/**
+ * The converter Worker: the RPC entrypoint the API Worker's `CONVERTER` binding names. Each call runs on an
+ * isolate of its own Worker, so the API's isolates never spend a conversion's CPU or memory.
+ */
+export class Converter extends WorkerEntrypoint<ConverterEnv> implements ConverterService {
+  convert(job: ConvertJob): Promise<ConvertOutcome> {
+    return convertStaged(this.env.BUCKET, job);
+  }
+
+  makeWidth(job: WidthJob): Promise<WidthOutcome> {
+    return makeWidth(this.env.BUCKET, job);
+  }
+
+  describe(key: string): Promise<{ width: number; height: number; animated: boolean } | null> {
+    return describeWebp(this.env.BUCKET, key);
+  }
+}
+
+/** No HTTP surface: the converter is reached only through the API's service binding. */
+export default class extends WorkerEntrypoint<ConverterEnv> {
+  override fetch(): Response {
+    return Response.json(
+      { message: "The converter answers only the API Worker's service binding (RPC); it has no HTTP routes." },
+      { status: 404 },
+    );
+  }
+}
