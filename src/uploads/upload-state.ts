@@ -50,6 +50,12 @@ export type UploadRecord = {
   expiresAt: number;
   /** When an in-flight PUT or complete is presumed dead and its lease may be taken over. */
   leaseUntil: number | null;
+  /**
+   * The number of the upload's latest complete, counted up by every begin: the complete that holds the
+   * lease presents it to renew, record its hosted key, finish or abandon, so one that was taken over while
+   * cut off (and wakes up late) changes nothing.
+   */
+  completeAttempt: number;
   /** Set once completed. */
   result: HostedFile | null;
   /** The 422 a completed attempt gave for bytes that cannot be hosted; a later complete repeats it. */
@@ -82,8 +88,18 @@ export type RefusalReason =
 
 export type Transition = { next: UploadRecord } | { refusal: Refusal };
 
-/** How long an in-flight PUT or complete holds the upload before another may take it over. */
+/** How long an in-flight byte PUT (or part PUT, parts-state.ts) holds the upload before another may take it over. */
 export const leaseMs = 5 * 60_000;
+
+/**
+ * How long a complete holds the upload unless it renews its lease (complete/lease.ts renews it every third
+ * of this while the complete runs). Short, so that a complete whose process died (an isolate killed over
+ * memory or CPU, a runtime restart) blocks the retry of complete for seconds: 15 s is the longest a client
+ * waits to see its retry go through. Long enough that a renewal may be late or lost twice, as when the
+ * isolate is busy or one call to the coordinator is slow, before another complete may take over; and if
+ * one still does, the attempt number keeps the two from both finishing.
+ */
+export const completeLeaseMs = 15_000;
 
 /** A refusal of the transition, for the caller to answer. */
 export const refuse = (status: Refusal["status"], reason: RefusalReason, detail?: string): Transition => ({
@@ -135,12 +151,49 @@ export function beginComplete(record: UploadRecord | null, now: number, missingP
   if (record.state === "completed") return refuse(410, "completed");
   if (record.multipart && record.state === "reserved") {
     if (missingParts > 0) return refuse(409, "parts_missing", String(missingParts));
-    return { next: { ...record, state: "processing", leaseUntil: now + leaseMs } };
+    return { next: takeComplete(record, now) };
   }
   if (record.state === "reserved" || record.state === "storing") return refuse(409, "not_stored");
   if (record.state === "processing" && leaseHeld(record, now)) return refuse(409, "being_processed");
   if (record.failure !== null) return refuse(422, "unhostable", record.failure);
-  return { next: { ...record, state: "processing", leaseUntil: now + leaseMs } };
+  return { next: takeComplete(record, now) };
+}
+
+/** The upload held by a new complete: a new attempt with a fresh lease. */
+function takeComplete(record: UploadRecord, now: number): UploadRecord {
+  return {
+    ...record,
+    state: "processing",
+    leaseUntil: now + completeLeaseMs,
+    completeAttempt: record.completeAttempt + 1,
+  };
+}
+
+/** Whether complete `attempt` may still act on the upload: no later complete began, and it is `stillCompleting`. */
+function holds(record: UploadRecord | null, attempt: number, now: number): record is UploadRecord {
+  return stillCompleting(record, now) && record.completeAttempt === attempt;
+}
+
+/**
+ * Why complete `attempt` may no longer act on the upload: a later complete took it over (409 being
+ * processed, or 410 once that one completed it), or it is no longer `stillCompleting` (404: the bytes may be
+ * gone).
+ */
+function refuseAttempt(record: UploadRecord | null, attempt: number, now: number): Transition {
+  if (record !== null && record.completeAttempt !== attempt) {
+    if (record.state === "completed") return refuse(410, "completed");
+    if (!isGone(record, now)) return refuse(409, "being_processed");
+  }
+  return refuse(404, "not_found");
+}
+
+/**
+ * A complete that is still running renews its lease: another `completeLeaseMs` from now. Refused like a
+ * finish once the attempt was taken over or may no longer finish; a refused complete stops renewing.
+ */
+export function renewComplete(record: UploadRecord | null, attempt: number, now: number): Transition {
+  if (!holds(record, attempt, now)) return refuseAttempt(record, attempt, now);
+  return { next: { ...record, leaseUntil: now + completeLeaseMs } };
 }
 
 export type CompleteOutcome = { hosted: HostedFile } | { unhostable: string };
@@ -160,12 +213,19 @@ export function stillCompleting(record: UploadRecord | null, now: number): recor
 }
 
 /**
- * A complete ends: `completed` with its result, or back to `stored` remembering why the bytes cannot be
- * hosted. Either way a multipart upload's parts were assembled first. A complete that is no longer
- * `stillCompleting` is refused like an unknown upload: the alarm may have removed its bytes.
+ * Complete `attempt` ends: `completed` with its result, or back to `stored` remembering why the bytes cannot
+ * be hosted. Either way a multipart upload's parts were assembled first. A complete that is no longer
+ * `stillCompleting` is refused like an unknown upload: the alarm may have removed its bytes. One that was
+ * taken over by a later complete is refused (409, or 410 once that one completed it) and changes nothing:
+ * the later complete's outcome is the upload's.
  */
-export function finishComplete(record: UploadRecord | null, outcome: CompleteOutcome, now: number): Transition {
-  if (!stillCompleting(record, now)) return refuse(404, "not_found");
+export function finishComplete(
+  record: UploadRecord | null,
+  attempt: number,
+  outcome: CompleteOutcome,
+  now: number,
+): Transition {
+  if (!holds(record, attempt, now)) return refuseAttempt(record, attempt, now);
   if ("hosted" in outcome) {
     return {
       next: { ...assembled(record), state: "completed", leaseUntil: null, result: outcome.hosted, failure: null },
@@ -176,12 +236,13 @@ export function finishComplete(record: UploadRecord | null, outcome: CompleteOut
 }
 
 /**
- * A complete that failed for a reason other than the bytes (storage error): the upload is `stored` again,
+ * Complete `attempt` failed for a reason other than the bytes (storage error): the upload is `stored` again,
  * or, for a multipart upload whose parts were not assembled (`partsAssembled` false), `reserved` with its
- * parts, so a retry assembles them.
+ * parts, so a retry assembles them. One that was taken over is refused (409) and hands nothing back.
  */
-export function abandonComplete(record: UploadRecord | null, partsAssembled = true): Transition {
+export function abandonComplete(record: UploadRecord | null, attempt: number, partsAssembled = true): Transition {
   if (record === null || record.state !== "processing") return refuse(404, "not_found");
+  if (record.completeAttempt !== attempt) return refuse(409, "being_processed");
   if (record.multipart?.r2UploadId && !partsAssembled) {
     return { next: { ...record, state: "reserved", leaseUntil: null } };
   }

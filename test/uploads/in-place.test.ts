@@ -3,6 +3,7 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { signFileUrl } from "../../src/media/signing";
 import { mediaKey, privateFileKey, stagedKey } from "../../src/storage/keys";
+import { completeLeaseMs } from "../../src/uploads/upload-state";
 import { isolateClock } from "../support/clock";
 import { seedStore } from "../support/factories";
 import { json, origin } from "../support/http";
@@ -149,6 +150,9 @@ describe("the API Worker reads only the staged object's first bytes; the convert
 });
 
 describe("a complete that died half-way", () => {
+  // The coordinator reads the lease's end from Date.now() in this isolate: the test moves that clock.
+  const clock = isolateClock();
+
   it("after writing the in-place object: the next complete finishes it with the same result, and the bytes serve", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     const owner = await seedStore();
@@ -158,7 +162,8 @@ describe("a complete that died half-way", () => {
     expect((await completeWith(dyingBeforeFinish(), owner, reservation.id)).status).toBe(500);
     expect((await env.BUCKET.head(mediaKey(owner.storeId, reservation.id, "mp4")))?.size).toBe(0);
 
-    await expireLease(owner.storeId, reservation.id);
+    // A retry within seconds: the dead complete's lease is not renewed, and runs out.
+    clock.advance(completeLeaseMs);
     const retried = await completeWith(env, owner, reservation.id);
     expect(retried.status).toBe(201);
     const hosted = await json<Hosted>(retried);
@@ -173,7 +178,7 @@ describe("a complete that died half-way", () => {
     expect(await servedBytes(hosted.file_url)).toEqual(bytes);
   });
 
-  it("after converting and deleting the original: the next complete answers the WebP it wrote", async () => {
+  it("after converting and deleting the original: the WebP serves while the upload reads stored, and a retry within seconds answers 201 with that URL", async () => {
     vi.spyOn(console, "error").mockImplementation(() => {});
     const owner = await seedStore();
     const bytes = await png(300, 200);
@@ -181,12 +186,17 @@ describe("a complete that died half-way", () => {
     expect((await putBytes(reservation, bytes)).status).toBe(204);
     expect((await completeWith(dyingBeforeFinish(), owner, reservation.id)).status).toBe(500);
     expect(await env.BUCKET.head(stagedKey(owner.storeId, reservation.id))).toBeNull();
+    // docs/uploads.md: the URL already serves the bytes complete will answer, while the upload reads stored.
+    const fileUrl = `${origin}/media/${owner.storeId}/${reservation.id}.webp`;
+    expect(new TextDecoder().decode((await servedBytes(fileUrl)).subarray(8, 12))).toBe("WEBP");
+    const status = await callWith(env, `/media-uploads/${reservation.id}`, { headers: bearer(owner) });
+    expect(await json<{ state: string }>(status)).toMatchObject({ state: "stored" });
 
-    await expireLease(owner.storeId, reservation.id);
+    clock.advance(completeLeaseMs);
     const retried = await completeWith(env, owner, reservation.id);
     expect(retried.status).toBe(201);
     const hosted = await json<Hosted>(retried);
-    expect(hosted.file_url).toBe(`${origin}/media/${owner.storeId}/${reservation.id}.webp`);
+    expect(hosted.file_url).toBe(fileUrl);
     // The same size and srcset as a complete that had not died.
     expect(hosted).toMatchObject({
       width: 300,
@@ -239,6 +249,7 @@ describe("expiry never removes what a completed upload serves", () => {
     const begun = await coordinator.beginComplete(reservation.id);
     expect(begun.ok).toBe(true);
     const leaseUntil = begun.ok ? (begun.upload.leaseUntil as number) : 0;
+    const attempt = begun.ok ? begun.upload.completeAttempt : 0;
     await runInDurableObject(coordinator, (_instance, state) => {
       state.storage.sql.exec("UPDATE uploads SET expires_at = ? WHERE id = ?", Date.now() - 1, reservation.id);
     });
@@ -251,11 +262,10 @@ describe("expiry never removes what a completed upload serves", () => {
     // The alarm comes back when the lease runs out, not at once in a loop.
     expect(removed.alarm).toBe(leaseUntil);
     expect(await env.BUCKET.head(stagedKey(owner.storeId, reservation.id))).not.toBeNull();
-    expect((await coordinator.recordHostedKey(reservation.id, mediaKey(owner.storeId, reservation.id, "mp4"))).ok).toBe(
-      true,
-    );
+    const hostedKey = mediaKey(owner.storeId, reservation.id, "mp4");
+    expect((await coordinator.recordHostedKey(reservation.id, attempt, hostedKey)).ok).toBe(true);
     const hosted = { name: "plik.bin", file_url: "x", type: "video" as const };
-    expect((await coordinator.finishComplete(reservation.id, { hosted })).ok).toBe(true);
+    expect((await coordinator.finishComplete(reservation.id, attempt, { hosted })).ok).toBe(true);
   });
 
   it("a complete that outlived its lease and its reservation cannot finish; the alarm removes its bytes with the hosted object it wrote", async () => {
@@ -271,7 +281,8 @@ describe("expiry never removes what a completed upload serves", () => {
     await expireLease(owner.storeId, reservation.id, true);
     const coordinator = coordinatorOf(owner.storeId);
     const hosted = { name: "plik.bin", file_url: "x", type: "video" as const };
-    expect(await coordinator.finishComplete(reservation.id, { hosted })).toEqual({
+    // The dead complete was the upload's first (attempt 1).
+    expect(await coordinator.finishComplete(reservation.id, 1, { hosted })).toEqual({
       ok: false,
       refusal: { status: 404, reason: "not_found" },
     });

@@ -26,6 +26,7 @@ function upload(overrides: Partial<UploadRecord> = {}): UploadRecord {
     state: "reserved",
     expiresAt: now + ttlMs,
     leaseUntil: null,
+    completeAttempt: 0,
     result: null,
     failure: null,
     multipart: { partSize: 8 * MiB, partCount: 3, r2UploadId: "r2", maxExpiresAt: now + 24 * 3_600_000 },

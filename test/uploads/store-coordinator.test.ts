@@ -2,8 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { stagedKey } from "../../src/storage/keys";
+import { leaseRenewalMs } from "../../src/uploads/complete/lease";
 import { abortRetryMs, expiryBatchSize } from "../../src/uploads/coordinator/expiry";
 import type { NewUpload } from "../../src/uploads/coordinator/upload-rows";
+import { completeLeaseMs } from "../../src/uploads/upload-state";
 import { uuid } from "../support/factories";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -118,7 +120,8 @@ describe("multipart uploads in the coordinator", () => {
     const coordinator = coordinatorOf(storeId);
     const columns = await runInDurableObject(coordinator, (instance, state) => {
       const sql = state.storage.sql;
-      for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at"]) {
+      // complete_attempt came later still (migration 2).
+      for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at", "complete_attempt"]) {
         sql.exec(`ALTER TABLE uploads DROP COLUMN ${column}`);
       }
       // An object that old predates numbered migrations too: it has no record of them (src/uploads/coordinator/migrations.ts).
@@ -130,7 +133,9 @@ describe("multipart uploads in the coordinator", () => {
         .toArray()
         .map((column) => column.name);
     });
-    expect(columns).toEqual(expect.arrayContaining(["part_size", "part_count", "r2_upload_id", "max_expires_at"]));
+    expect(columns).toEqual(
+      expect.arrayContaining(["part_size", "part_count", "r2_upload_id", "max_expires_at", "complete_attempt"]),
+    );
     await coordinator.reserve(storeId, { ...newUpload(Date.now() + 60_000) });
   });
 
@@ -166,5 +171,89 @@ describe("multipart uploads in the coordinator", () => {
     // The first upload's R2 upload is aborted: R2 refuses its parts.
     await expect(r2Uploads[0]?.uploadPart(1, "x")).rejects.toThrow();
     await expect(r2Uploads[1]?.uploadPart(1, "x")).resolves.toBeDefined();
+  });
+});
+
+describe("a complete's lease and its attempts", () => {
+  const hosted = { name: "plik.bin", file_url: "https://media.example/x.mp4", type: "video" as const };
+
+  /** A stored single-PUT upload of a fresh store, reserved for an hour from `now`. */
+  async function storedUpload(now: number) {
+    const storeId = uuid();
+    const coordinator = coordinatorOf(storeId);
+    const upload = newUpload(now + 3_600_000);
+    await coordinator.reserve(storeId, upload);
+    await runInDurableObject(coordinator, (_instance, state) => {
+      state.storage.sql.exec("UPDATE uploads SET state = 'stored' WHERE id = ?", upload.id);
+    });
+    return { coordinator, id: upload.id };
+  }
+
+  /** The attempt a begin handed out; fails the test when the begin was refused. */
+  async function begin(coordinator: ReturnType<typeof coordinatorOf>, id: string, now: number) {
+    const begun = await coordinator.beginComplete(id, now);
+    if (!begun.ok) throw new Error(`begin refused: ${JSON.stringify(begun.refusal)}`);
+    return begun.upload.completeAttempt;
+  }
+
+  it("a complete that never finishes (its process died) holds the upload for seconds, not minutes: then a retry takes it over", async () => {
+    expect(completeLeaseMs).toBeLessThanOrEqual(15_000);
+    const now = Date.now();
+    const { coordinator, id } = await storedUpload(now);
+    await begin(coordinator, id, now);
+    expect(await coordinator.beginComplete(id, now + completeLeaseMs - 1)).toEqual({
+      ok: false,
+      refusal: { status: 409, reason: "being_processed" },
+    });
+    const retry = await begin(coordinator, id, now + completeLeaseMs);
+    expect((await coordinator.finishComplete(id, retry, { hosted }, now + completeLeaseMs + 1)).ok).toBe(true);
+  });
+
+  it("each begin is a new attempt; once one took over, the earlier attempt's renewal, hosted key, finish and abandon are refused and change nothing", async () => {
+    const now = Date.now();
+    const { coordinator, id } = await storedUpload(now);
+    const first = await begin(coordinator, id, now);
+    const later = now + completeLeaseMs;
+    const second = await begin(coordinator, id, later);
+    expect(second).toBeGreaterThan(first);
+
+    const taken = { ok: false, refusal: { status: 409, reason: "being_processed" } };
+    expect(await coordinator.renewComplete(id, first, later + 1)).toEqual(taken);
+    expect(await coordinator.recordHostedKey(id, first, "media/s/x.mp4", later + 1)).toEqual(taken);
+    expect(await coordinator.finishComplete(id, first, { hosted }, later + 1)).toEqual(taken);
+    expect(await coordinator.abandonComplete(id, first)).toEqual(taken);
+    // The newer attempt still holds the upload: a third complete is refused, and the newer one finishes.
+    expect(await coordinator.beginComplete(id, later + 2)).toEqual(taken);
+    const finished = await coordinator.finishComplete(id, second, { hosted }, later + 3);
+    expect(finished.ok && finished.upload).toMatchObject({ state: "completed", result: hosted });
+    // Woken up after the newer attempt completed the upload, the cut one is told so (410), and the result stays.
+    expect(await coordinator.finishComplete(id, first, { unhostable: "late" }, later + 4)).toEqual({
+      ok: false,
+      refusal: { status: 410, reason: "completed" },
+    });
+    expect((await coordinator.status(id, later + 5))?.upload).toMatchObject({ state: "completed", result: hosted });
+  });
+
+  it("renewed every leaseRenewalMs, a complete keeps its lease for as long as it runs (six minutes here), and only its own attempt renews", async () => {
+    const now = Date.now();
+    const { coordinator, id } = await storedUpload(now);
+    const attempt = await begin(coordinator, id, now);
+    const end = now + 6 * 60_000;
+    for (let at = now + leaseRenewalMs; at <= end; at += leaseRenewalMs) {
+      const renewed = await coordinator.renewComplete(id, attempt, at);
+      expect(renewed).toEqual({ ok: true, upload: { leaseUntil: at + completeLeaseMs } });
+      expect((await coordinator.beginComplete(id, at + 1)).ok).toBe(false);
+    }
+    expect(await coordinator.renewComplete(id, attempt + 1, end)).toMatchObject({ ok: false });
+    expect((await coordinator.finishComplete(id, attempt, { hosted }, end + 1)).ok).toBe(true);
+  });
+
+  it("an attempt that ended (finished or abandoned) renews nothing: the upload is not held again", async () => {
+    const now = Date.now();
+    const { coordinator, id } = await storedUpload(now);
+    const attempt = await begin(coordinator, id, now);
+    expect((await coordinator.abandonComplete(id, attempt)).ok).toBe(true);
+    expect((await coordinator.renewComplete(id, attempt, now + 1)).ok).toBe(false);
+    expect((await coordinator.status(id, now + 2))?.upload).toMatchObject({ state: "stored", leaseUntil: null });
   });
 });

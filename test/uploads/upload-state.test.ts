@@ -4,6 +4,7 @@ import {
   abandonComplete,
   beginComplete,
   beginPut,
+  completeLeaseMs,
   finishComplete,
   finishPut,
   leaseMs,
@@ -26,6 +27,7 @@ function record(overrides: Partial<UploadRecord> = {}): UploadRecord {
     state: "reserved",
     expiresAt: now + 60_000,
     leaseUntil: null,
+    completeAttempt: 0,
     result: null,
     failure: null,
     multipart: null,
@@ -102,7 +104,7 @@ describe("upload state table", () => {
   it("row: stored + complete → completed (via processing) with the hosted result", () => {
     const begun = beginComplete(record({ state: "stored" }), now);
     expect(state(begun)).toBe("processing");
-    const done = finishComplete("next" in begun ? begun.next : null, { hosted }, now);
+    const done = finishComplete("next" in begun ? begun.next : null, 1, { hosted }, now);
     expect("next" in done && done.next).toMatchObject({ state: "completed", result: hosted });
   });
 
@@ -118,7 +120,7 @@ describe("upload state table", () => {
   });
 
   it("unhostable bytes stay stored and a later complete repeats the same 422", () => {
-    const failed = finishComplete(record({ state: "processing" }), { unhostable: "Not media." }, now);
+    const failed = finishComplete(record({ state: "processing" }), 0, { unhostable: "Not media." }, now);
     expect("next" in failed && failed.next).toMatchObject({ state: "stored", failure: "Not media." });
     const again = beginComplete("next" in failed ? failed.next : null, now);
     expect("refusal" in again && again.refusal).toEqual({ status: 422, reason: "unhostable", detail: "Not media." });
@@ -126,16 +128,16 @@ describe("upload state table", () => {
 
   it("a complete may finish past the reservation's end while it holds its lease, not once both ran out (404)", () => {
     const lapsed = record({ state: "processing", expiresAt: now - 1, leaseUntil: now + 1 });
-    expect(state(finishComplete(lapsed, { hosted }, now))).toBe("completed");
-    expect(refusal(finishComplete({ ...lapsed, leaseUntil: now }, { hosted }, now))).toEqual([404, "not_found"]);
+    expect(state(finishComplete(lapsed, 0, { hosted }, now))).toBe("completed");
+    expect(refusal(finishComplete({ ...lapsed, leaseUntil: now }, 0, { hosted }, now))).toEqual([404, "not_found"]);
     // Within the reservation a complete whose lease ran out still finishes (no other took it over).
-    expect(state(finishComplete(record({ state: "processing", leaseUntil: now - 1 }), { hosted }, now))).toBe(
+    expect(state(finishComplete(record({ state: "processing", leaseUntil: now - 1 }), 0, { hosted }, now))).toBe(
       "completed",
     );
   });
 
   it("a complete abandoned on a storage error leaves the upload stored for a retry", () => {
-    expect(state(abandonComplete(record({ state: "processing" })))).toBe("stored");
+    expect(state(abandonComplete(record({ state: "processing" }), 0))).toBe("stored");
   });
 
   it("row: reserved or stored + time past expires_at → expired: PUT and complete answer 404", () => {
@@ -181,25 +183,25 @@ describe("upload state table: multipart uploads", () => {
     expect(refusal(missing)).toEqual([409, "parts_missing"]);
     expect("refusal" in missing && missing.refusal.detail).toBe("2");
     expect(beginComplete(parts, now, 0)).toEqual({
-      next: { ...parts, state: "processing", leaseUntil: now + leaseMs },
+      next: { ...parts, state: "processing", leaseUntil: now + completeLeaseMs, completeAttempt: 1 },
     });
   });
 
   it("finishing a complete forgets R2's upload (the parts are one object now), hosted or not", () => {
     const processing = { ...parts, state: "processing" as const };
     for (const outcome of [hostedOutcome, { unhostable: "no" }]) {
-      const next = finishComplete(processing, outcome, now);
+      const next = finishComplete(processing, 0, outcome, now);
       expect("next" in next && next.next.multipart?.r2UploadId).toBeNull();
     }
   });
 
   it("a complete abandoned before assembling hands the parts back (reserved); after assembling the upload is stored", () => {
     const processing = { ...parts, state: "processing" as const };
-    expect(abandonComplete(processing, false)).toEqual({ next: { ...parts, state: "reserved", leaseUntil: null } });
-    expect(abandonComplete(processing, true)).toEqual({
+    expect(abandonComplete(processing, 0, false)).toEqual({ next: { ...parts, state: "reserved", leaseUntil: null } });
+    expect(abandonComplete(processing, 0, true)).toEqual({
       next: { ...parts, state: "stored", leaseUntil: null, multipart: { ...multipart, r2UploadId: null } },
     });
     const assembled = { ...processing, multipart: { ...multipart, r2UploadId: null } };
-    expect(state(abandonComplete(assembled, false))).toBe("stored");
+    expect(state(abandonComplete(assembled, 0, false))).toBe("stored");
   });
 });

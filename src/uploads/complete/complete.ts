@@ -5,6 +5,7 @@ import { type CoordinatorStub, unwrap } from "../coordinator/client";
 import type { CompleteTicket } from "../coordinator/store-coordinator";
 import { uploadMessages } from "../messages";
 import type { CompleteOutcome, HostedFile } from "../upload-state";
+import { whileHoldingLease } from "./lease";
 
 /** The steps of a complete between its begin and its finish, each over its own storage. */
 type CompleteSteps = {
@@ -20,31 +21,41 @@ type CompleteSteps = {
  * Runs a complete the coordinator has begun and records its outcome there: 422 when the size is outside
  * the store's limit or the bytes cannot be hosted; a multipart upload's parts are assembled first. Any
  * other failure hands the upload back as `stored` (or, parts not assembled, `reserved` with its parts).
+ * The complete's lease is renewed while it runs (lease.ts), and every call presents its attempt: once a
+ * later complete took the upload over, this one's calls are refused and change nothing.
  */
 export async function completeUpload(
   coordinator: CoordinatorStub,
   upload: CompleteTicket,
   steps: CompleteSteps,
 ): Promise<HostedFile> {
-  const r2UploadId = upload.multipart?.r2UploadId ?? null;
-  let assembled = r2UploadId === null;
-  let outcome: CompleteOutcome;
-  try {
-    await steps.checkLimit();
-    if (r2UploadId !== null) {
-      await steps.assemble(r2UploadId);
-      assembled = true;
-    }
-    outcome = await steps.host(async (hostedKey) => {
-      unwrap(await coordinator.recordHostedKey(upload.id, hostedKey), upload.id);
-    });
-  } catch (error) {
-    await coordinator.abandonComplete(upload.id, assembled);
-    throw error;
-  }
-  const finished = unwrap(await coordinator.finishComplete(upload.id, outcome), upload.id);
-  if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
-  return finished.result as HostedFile;
+  const attempt = upload.completeAttempt;
+  const renew = async () => (await coordinator.renewComplete(upload.id, attempt)).ok;
+  return whileHoldingLease(
+    renew,
+    async () => {
+      const r2UploadId = upload.multipart?.r2UploadId ?? null;
+      let assembled = r2UploadId === null;
+      let outcome: CompleteOutcome;
+      try {
+        await steps.checkLimit();
+        if (r2UploadId !== null) {
+          await steps.assemble(r2UploadId);
+          assembled = true;
+        }
+        outcome = await steps.host(async (hostedKey) => {
+          unwrap(await coordinator.recordHostedKey(upload.id, attempt, hostedKey), upload.id);
+        });
+      } catch (error) {
+        await coordinator.abandonComplete(upload.id, attempt, assembled);
+        throw error;
+      }
+      const finished = unwrap(await coordinator.finishComplete(upload.id, attempt, outcome), upload.id);
+      if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
+      return finished.result as HostedFile;
+    },
+    { upload_id: upload.id },
+  );
 }
 
 /**

@@ -51,6 +51,14 @@ export const migrations: readonly Migration[] = [
         PRIMARY KEY (upload_id, part_number)) WITHOUT ROWID`);
     },
   },
+  {
+    version: 2,
+    name: "uploads.complete_attempt: the number of the latest complete, which fences the earlier ones",
+    up(sql) {
+      // 0 for every existing row: the next begin is attempt 1.
+      sql.exec("ALTER TABLE uploads ADD COLUMN complete_attempt INTEGER NOT NULL DEFAULT 0");
+    },
+  },
 ];
 
 /**

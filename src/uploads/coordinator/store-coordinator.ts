@@ -11,7 +11,7 @@ import {
   isGone,
   type PutAttempt,
   type Refusal,
-  stillCompleting,
+  renewComplete,
   type Transition,
   type UploadRecord,
 } from "../upload-state";
@@ -114,7 +114,11 @@ export class StoreCoordinator extends DurableObject<Env> {
     return { ok: true, upload: { expiresAt: result.upload.expiresAt } };
   }
 
-  /** A complete begins; a multipart upload's stored parts come with it, for complete to assemble. */
+  /**
+   * A complete begins: a new attempt (`completeAttempt` of the ticket) holding the upload for
+   * `completeLeaseMs`, which it renews while it runs and presents to every later call. A multipart upload's
+   * stored parts come with it, for complete to assemble.
+   */
   beginComplete(id: string, now = Date.now()): Outcome<CompleteTicket> {
     let parts: PartRecord[] = [];
     const begun = outcome(
@@ -129,27 +133,44 @@ export class StoreCoordinator extends DurableObject<Env> {
   }
 
   /**
-   * A complete is about to write its hosted object at `key` (a WebP, or an in-place object that names the
-   * staged bytes). Recorded first, so that if the complete never finishes and the reservation lapses, the
-   * alarm removes that object with the staged bytes: nothing is left that names removed bytes. Refused
-   * (404) once the complete may no longer finish (upload-state.ts `stillCompleting`).
+   * Complete `attempt`, still running, holds the upload for another `completeLeaseMs`; refused once a later
+   * complete took it over or it may no longer finish (upload-state.ts `renewComplete`).
    */
-  recordHostedKey(id: string, key: string, now = Date.now()): Outcome<{ hostedKey: string }> {
-    if (!stillCompleting(this.rows.load(id), now)) return { ok: false, refusal: { status: 404, reason: "not_found" } };
+  renewComplete(id: string, attempt: number, now = Date.now()): Outcome<{ leaseUntil: number }> {
+    const renewed = outcome(this.rows.apply(id, (record) => renewComplete(record, attempt, now)));
+    return renewed.ok ? { ok: true, upload: { leaseUntil: renewed.upload.leaseUntil as number } } : renewed;
+  }
+
+  /**
+   * Complete `attempt` is about to write its hosted object at `key` (a WebP, or an in-place object that
+   * names the staged bytes). Recorded first, so that if the complete never finishes and the reservation
+   * lapses, the alarm removes that object with the staged bytes: nothing is left that names removed bytes.
+   * Refused like its renewal once the attempt may no longer finish, so it writes nothing.
+   */
+  recordHostedKey(id: string, attempt: number, key: string, now = Date.now()): Outcome<{ hostedKey: string }> {
+    // The renewal's checks, and a fresh lease with them: the write that follows is the complete's work.
+    const renewed = outcome(this.rows.apply(id, (record) => renewComplete(record, attempt, now)));
+    if (!renewed.ok) return renewed;
     this.rows.setHostedKey(id, key);
     return { ok: true, upload: { hostedKey: key } };
   }
 
-  /** A complete ends; the parts of a multipart upload, now one object, are forgotten once it is completed. */
-  finishComplete(id: string, completed: CompleteOutcome, now = Date.now()): Outcome {
-    const finished = outcome(this.rows.apply(id, (record) => finishComplete(record, completed, now)));
+  /**
+   * Complete `attempt` ends; the parts of a multipart upload, now one object, are forgotten once it is
+   * completed. Refused, changing nothing, once a later complete took the upload over.
+   */
+  finishComplete(id: string, attempt: number, completed: CompleteOutcome, now = Date.now()): Outcome {
+    const finished = outcome(this.rows.apply(id, (record) => finishComplete(record, attempt, completed, now)));
     if (finished.ok && finished.upload.state === "completed") this.rows.deleteParts(id);
     return finished;
   }
 
-  /** A complete failed for a reason other than the bytes; `partsAssembled` says whether a multipart upload's parts became one object. */
-  abandonComplete(id: string, partsAssembled = true): Outcome {
-    return outcome(this.rows.apply(id, (record) => abandonComplete(record, partsAssembled)));
+  /**
+   * Complete `attempt` failed for a reason other than the bytes; `partsAssembled` says whether a multipart
+   * upload's parts became one object. Refused once a later complete took the upload over.
+   */
+  abandonComplete(id: string, attempt: number, partsAssembled = true): Outcome {
+    return outcome(this.rows.apply(id, (record) => abandonComplete(record, attempt, partsAssembled)));
   }
 
   /** The upload and its stored parts, for `GET /media-uploads/{id}`; null when unknown or lapsed. */

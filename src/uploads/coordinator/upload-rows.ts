@@ -23,6 +23,7 @@ type UploadRow = {
   r2_upload_id: string | null;
   max_expires_at: number | null;
   hosted_key: string | null;
+  complete_attempt: number;
 };
 
 type PartRow = {
@@ -49,6 +50,7 @@ function fromRow(row: UploadRow): UploadRecord {
     state: row.state,
     expiresAt: row.expires_at,
     leaseUntil: row.lease_until,
+    completeAttempt: row.complete_attempt,
     result: row.result ? (JSON.parse(row.result) as HostedFile) : null,
     failure: row.failure,
     multipart:
@@ -110,9 +112,10 @@ export class UploadRows {
     if ("refusal" in result) return result;
     const next = result.next;
     this.sql.exec(
-      "UPDATE uploads SET state = ?, lease_until = ?, result = ?, failure = ?, r2_upload_id = ? WHERE id = ?",
+      "UPDATE uploads SET state = ?, lease_until = ?, complete_attempt = ?, result = ?, failure = ?, r2_upload_id = ? WHERE id = ?",
       next.state,
       next.leaseUntil,
+      next.completeAttempt,
       next.result ? JSON.stringify(next.result) : null,
       next.failure,
       next.multipart?.r2UploadId ?? null,
