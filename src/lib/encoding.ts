@@ -1,4 +1,4 @@
-/** Bytes as text: lower-case hex, base64 and base64url (no padding). */
+/** Bytes as text (lower-case hex, base64 and base64url without padding), and text as an RFC 8187 ext-value. */
 
 /** Lower-case hex, two digits a byte. */
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
@@ -21,4 +21,13 @@ export function toBase64Url(bytes: Uint8Array): string {
 /** Throws on text that is not base64. */
 export function fromBase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+}
+
+/**
+ * Text as the value of RFC 8187's ext-value (after `UTF-8''`, as in `filename*=` of Content-Disposition): its
+ * UTF-8 bytes, each percent-encoded unless it is an attr-char. encodeURIComponent alone would leave `'`, `(`,
+ * `)` and `*`, which attr-char excludes (`'` separates the charset and language).
+ */
+export function encodeExtValue(text: string): string {
+  return encodeURIComponent(text).replace(/['()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
 }

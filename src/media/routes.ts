@@ -2,6 +2,7 @@ import { setting } from "../config";
 import { inBackground } from "../http/background";
 import { ApiError, messages } from "../http/errors";
 import { createRouter } from "../http/router";
+import { encodeExtValue } from "../lib/encoding";
 import { storedUuid as uuid } from "../lib/ids";
 import { resolveHosted } from "../storage/in-place";
 import { mediaKey, privateFileKey } from "../storage/keys";
@@ -89,7 +90,7 @@ export const mediaRoutes = createRouter()
       return {
         "Cache-Control": "private, max-age=300",
         "X-Content-Type-Options": "nosniff",
-        "Content-Disposition": `${inline ? "inline" : "attachment"}; filename*=UTF-8''${encodeURIComponent(filename)}`,
+        "Content-Disposition": `${inline ? "inline" : "attachment"}; filename*=UTF-8''${encodeExtValue(filename)}`,
       };
     });
   });

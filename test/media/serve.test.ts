@@ -120,6 +120,21 @@ for (const layout of layouts) {
       expect(new Uint8Array(await response.arrayBuffer())).toEqual(bytes(50));
     });
 
+    it("writes the filename as RFC 8187's ext-value: every byte but attr-char percent-encoded, ' ( ) * included", async () => {
+      const filename = "it's (final)*~!#$&+^`|-_.ł.pdf";
+      const link = await signFileUrl(
+        env.FILE_SIGNING_SECRET,
+        await privateFile("file", filename),
+        new Date(Date.now() + 60_000),
+      );
+      const header = (await exports.default.fetch(link)).headers.get("Content-Disposition") ?? "";
+      expect(header).toBe("attachment; filename*=UTF-8''it%27s%20%28final%29%2A~!%23%24%26%2B%5E%60%7C-_.%C5%82.pdf");
+      // Only attr-char is left as it is (RFC 8187, section 3.2.1), and the value decodes to the filename.
+      const value = header.slice(header.indexOf("''") + 2);
+      expect(value).toMatch(/^(?:[A-Za-z0-9!#$&+\-.^_`|~]|%[0-9A-F]{2})+$/);
+      expect(decodeURIComponent(value)).toBe(filename);
+    });
+
     it("serves private images and videos inline", async () => {
       const link = await signFileUrl(
         env.FILE_SIGNING_SECRET,
