@@ -6,6 +6,7 @@ import { devFixturesEnabled } from "../config";
 import { customFields, drafts, productCourses, products, variants } from "../db/schema";
 import { homeNames } from "../db/shards";
 import { ApiError, messages, validationError } from "../http/errors";
+import { forgetEveryRead } from "../http/read-cache";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
 import { moveBody, moveParams, runMove, runRecovery } from "../ops/routes";
@@ -17,13 +18,19 @@ import uploadPage from "./upload-page.html";
 
 /**
  * The `/api/v1/_dev` routes of docs/development.md. They exist only with `DEV_FIXTURES=on`; otherwise
- * every one of them answers like an unknown route.
+ * every one of them answers like an unknown route. They write stores of no caller (fixtures, moves), so each
+ * of their writes forgets every read answer the isolate kept: only once the route is known to exist, so a
+ * request to a switched-off route forgets nothing.
  */
 export const devRoutes = createRouter()
-  .use("*", async (c, next) => {
-    if (!devFixturesEnabled(c.env)) throw new ApiError(404, messages.notFound);
-    await next();
-  })
+  .use(
+    "*",
+    async (c, next) => {
+      if (!devFixturesEnabled(c.env)) throw new ApiError(404, messages.notFound);
+      await next();
+    },
+    forgetEveryRead,
+  )
   .post(
     "/fixtures",
     bodyLimit({

@@ -132,6 +132,8 @@ export const cachedRead: MiddlewareHandler<AppEnv> = async (c, next) => {
 /**
  * The routes that write stores of no caller (the development fixtures, a store's move) forget every answer
  * once a write of theirs is done; a bearer route's writes forget their caller's stores in the guard (auth.ts).
+ * Placed after the route's gate, never before it: a refused request wrote nothing, and if it forgot, anyone
+ * could keep every isolate's answers forgotten and send every read to D1.
  */
 export const forgetEveryRead: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!mayWrite(c.req.method)) return next();

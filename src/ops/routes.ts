@@ -3,6 +3,7 @@ import { z } from "zod";
 import { optionalSetting, setting } from "../config";
 import { MoveRefused, moveStore, recoverMove } from "../db/move";
 import { ApiError, messages } from "../http/errors";
+import { forgetEveryRead } from "../http/read-cache";
 import { createRouter } from "../http/router";
 import { validationHook } from "../http/validate";
 import { constantTimeEqual, sha256Hex } from "../lib/crypto";
@@ -48,18 +49,24 @@ export async function runRecovery(env: Env, storeId: string) {
 /**
  * The operator's routes of a deployment (`npm run store:move -- --url ...`), under `/api/v1/_ops`. They exist
  * only when the secret `STORE_MOVE_SECRET` is set, and answer only `Authorization: Bearer <that secret>`;
- * otherwise every one of them answers like an unknown route (no secret) or 401 (another bearer).
+ * otherwise every one of them answers like an unknown route (no secret) or 401 (another bearer). A move writes
+ * stores of no caller, so a request the gate let through forgets every read answer the isolate kept; one it
+ * refused wrote nothing and forgets nothing.
  */
 export const opsRoutes = createRouter()
-  .use("*", async (c, next) => {
-    const secret = optionalSetting(c.env, "STORE_MOVE_SECRET");
-    if (!secret) throw new ApiError(404, messages.notFound);
-    const sent = /^Bearer +(\S+)$/i.exec(c.req.header("Authorization")?.trim() ?? "")?.[1] ?? "";
-    // Compared as digests, so the comparison tells nothing of the secret's length either.
-    if (!constantTimeEqual(await sha256Hex(sent), await sha256Hex(secret)))
-      throw new ApiError(401, messages.unauthenticated);
-    await next();
-  })
+  .use(
+    "*",
+    async (c, next) => {
+      const secret = optionalSetting(c.env, "STORE_MOVE_SECRET");
+      if (!secret) throw new ApiError(404, messages.notFound);
+      const sent = /^Bearer +(\S+)$/i.exec(c.req.header("Authorization")?.trim() ?? "")?.[1] ?? "";
+      // Compared as digests, so the comparison tells nothing of the secret's length either.
+      if (!constantTimeEqual(await sha256Hex(sent), await sha256Hex(secret)))
+        throw new ApiError(401, messages.unauthenticated);
+      await next();
+    },
+    forgetEveryRead,
+  )
   .post("/stores/:id/move", moveParams, moveBody, async (c) =>
     c.json(await runMove(c.env, c.req.valid("param").id, c.req.valid("json").to)),
   )

@@ -5,15 +5,21 @@ import { bookmarkHeader } from "../../src/db/session";
 import { ReadCache } from "../../src/http/read-cache";
 import { isolateClock, manualClock } from "../support/clock";
 import { customFields, seed, seedProduct, seedStore, seedToken, storeDb, uuid } from "../support/factories";
-import { api, expectJson, expectStatus } from "../support/http";
+import { api, type BindingOverrides, expectJson, expectStatus } from "../support/http";
+import { freshIp } from "../support/uploads";
 
 /** A product's name changed in its database behind the Worker, as the rest of the platform writes it. */
 async function renameBehindTheApi(storeId: string, productId: string, name: string) {
   await (await storeDb(storeId)).update(products).set({ name }).where(eq(products.id, productId));
 }
 
-async function productName(productId: string, token: string, headers: Record<string, string> = {}) {
-  const body = await expectJson(await api(`/products/${productId}`, { token, headers }), 200);
+async function productName(
+  productId: string,
+  token: string,
+  headers: Record<string, string> = {},
+  env?: BindingOverrides,
+) {
+  const body = await expectJson(await api(`/products/${productId}`, { token, headers, env }), 200);
   return body.name;
 }
 
@@ -167,6 +173,91 @@ describe("read answers kept by the isolate", () => {
     });
     await expectStatus(loaded, 201);
     expect(await productName(product.id, token)).toBe("Reloaded");
+  });
+});
+
+/**
+ * Issue 33, item 1: a request refused by its route's gate (no or a wrong secret, a switched-off route, the
+ * guard's 401/403/429) wrote nothing, so it forgets no kept answer: otherwise anyone could keep every isolate's
+ * answers forgotten, sending every read to D1. Each test keeps an answer, changes the product behind the API,
+ * sends the refused request, and reads the kept (old) answer again.
+ */
+describe("a request refused before it may write forgets no kept answer", () => {
+  // Stands still, so a kept answer outlives the requests in between however long they take.
+  isolateClock();
+  const secret = "s3cret";
+  /** A deployment: the operator's routes behind STORE_MOVE_SECRET, no development routes. */
+  const deployment: BindingOverrides & { STORE_MOVE_SECRET?: string } = {
+    DEV_FIXTURES: "off",
+    STORE_MOVE_SECRET: secret,
+  };
+
+  /** A product whose answer is kept and then changed behind the API; `stillKept` reads the kept answer. */
+  async function keptThenChanged(env: BindingOverrides) {
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, { name: "Before", draft: { draft_version: 1 } });
+    const name = () => productName(product.id, token, {}, env);
+    expect(await name()).toBe("Before");
+    await renameBehindTheApi(storeId, product.id, "After");
+    return { storeId, product, name };
+  }
+
+  /** A POST of the operator's or development routes, from a client IP of its own (the wrong-secret limit is per IP). */
+  const post = (path: string, env: BindingOverrides, bearer?: string, body: unknown = { to: "SHARD_1" }) =>
+    api(path, { method: "POST", token: bearer, body, env, headers: { "CF-Connecting-IP": freshIp() } });
+
+  it("a store move without the operator's secret (no bearer, a wrong one: 401) forgets nothing", async () => {
+    const { storeId, name } = await keptThenChanged(deployment);
+    await expectStatus(await post(`/_ops/stores/${storeId}/move`, deployment), 401);
+    await expectStatus(await post(`/_ops/stores/${storeId}/move`, deployment, "wrong"), 401);
+    expect(await name()).toBe("Before");
+  });
+
+  it("a move recovery with a wrong secret (401) forgets nothing", async () => {
+    const { storeId, name } = await keptThenChanged(deployment);
+    await expectStatus(await post(`/_ops/stores/${storeId}/move/recover`, deployment, "wrong", {}), 401);
+    expect(await name()).toBe("Before");
+  });
+
+  it("the operator's routes of a deployment without STORE_MOVE_SECRET (404) forget nothing", async () => {
+    const noSecret = { DEV_FIXTURES: "off" };
+    const { storeId, name } = await keptThenChanged(noSecret);
+    await expectStatus(await post(`/_ops/stores/${storeId}/move`, noSecret, secret), 404);
+    await expectStatus(await post(`/_ops/stores/${storeId}/move/recover`, noSecret, secret, {}), 404);
+    expect(await name()).toBe("Before");
+  });
+
+  it("the development routes with DEV_FIXTURES off (404) forget nothing", async () => {
+    const { storeId, product, name } = await keptThenChanged(deployment);
+    await expectStatus(await post("/_dev/fixtures", deployment, undefined, { products: [product] }), 404);
+    await expectStatus(await post(`/_dev/stores/${storeId}/move`, deployment), 404);
+    await expectStatus(await post(`/_dev/stores/${storeId}/move/recover`, deployment, undefined, {}), 404);
+    await expectStatus(await post("/_dev/platform/faults", deployment, undefined, { store_id: storeId }), 404);
+    expect(await name()).toBe("Before");
+  });
+
+  it("a write the guard refused for a missing ability (403) or the token's limit (429) forgets nothing", async () => {
+    const limited = { ...deployment, API_LIMIT_PER_MINUTE: "1" };
+    const { storeId, token } = await seedStore();
+    const product = await seedProduct(storeId, { name: "Before", draft: { draft_version: 1 } });
+    // Seeded before the answer is kept: seeding forgets every kept answer, as the fixture route does.
+    const reader = await seedToken([storeId], ["products:read"]);
+    const writer = await seedToken([storeId], ["products:read", "products:write"]);
+    expect(await productName(product.id, token, {}, limited)).toBe("Before");
+    await renameBehindTheApi(storeId, product.id, "After");
+    const deleteDraft = (caller: string) =>
+      api(`/products/${product.id}/draft`, { token: caller, method: "DELETE", env: limited });
+    await expectStatus(await deleteDraft(reader), 403);
+    await expectStatus(await api(`/products/${uuid()}`, { token: writer, env: limited }), 404);
+    await expectStatus(await deleteDraft(writer), 429);
+    expect(await productName(product.id, token, {}, deployment)).toBe("Before");
+  });
+
+  it("a call the operator's secret let through forgets every kept answer", async () => {
+    const { storeId, name } = await keptThenChanged(deployment);
+    const recovered = await post(`/_ops/stores/${storeId}/move/recover`, deployment, secret, {});
+    expect(await expectJson(recovered, 200)).toMatchObject({ found: "settled" });
+    expect(await name()).toBe("After");
   });
 });
 
