@@ -8,6 +8,7 @@ export type WranglerConfig = {
   secrets?: { required?: string[] };
   d1_databases: { binding: string; database_name?: string }[];
   r2_buckets: { binding: string; bucket_name?: string }[];
+  services?: { binding: string; service: string; entrypoint?: string }[];
   queues?: {
     producers?: { binding: string; queue: string }[];
     consumers?: { queue: string; dead_letter_queue?: string }[];
@@ -19,14 +20,21 @@ export type Dependencies = {
   print?: (text: string) => void;
   env?: Record<string, string | undefined>;
   config?: WranglerConfig;
+  /** converter/wrangler.toml's configuration (read from the file when not given). */
+  converterConfig?: WranglerConfig;
 };
 export type BundleSize = { raw_bytes: number; gzip_bytes: number };
 export type SizeVerdict = { ok: boolean; problems: string[]; lines: string[] };
+/** One Worker's dry-run report: `worker` names it ("API Worker (storefront-checkout-api)"). */
+export type WorkerSizeReport = { worker: string; bundle: BundleSize } & SizeVerdict;
 
 export declare const usage: string;
 export declare const sizeLimits: { uncompressedBytes: number; gzipBudgetBytes: number; formerPaidGzipBytes: number };
 export declare const assetLimits: { fileBytes: number; filesOnFree: number };
-export declare function readWranglerConfig(): Promise<WranglerConfig>;
+export declare const converterConfigPath: string;
+export declare function readWranglerConfig(path?: string): Promise<WranglerConfig>;
+export declare function readConverterConfig(): Promise<WranglerConfig>;
+export declare function checkConverter(config: WranglerConfig, converterConfig: WranglerConfig): { name: string };
 export declare function parseVarsFile(text: string, fileName?: string): [string, string][];
 export declare function checkDeployVars(
   entries: [string, string][],
@@ -49,6 +57,8 @@ export declare function deploy(
   dependencies?: Dependencies,
 ): Promise<{
   url: string | undefined;
+  /** The converter Worker's name (deployed before the API). */
+  converter: string;
   database: { name: string; id: string; created: boolean };
   shards: { binding: string; name: string; id: string; created: boolean }[];
   bucket: { name: string; created: boolean };
@@ -56,11 +66,15 @@ export declare function deploy(
   secrets: { set: string[]; kept: string[]; generated: string[] };
   vars: Record<string, string>;
 }>;
-export declare function judgeSize(bundle: BundleSize, assets: { path: string; size: number }[]): SizeVerdict;
+export declare function judgeSize(
+  bundle: BundleSize,
+  assets: { path: string; size: number }[] | null,
+  worker?: string,
+): SizeVerdict;
 export declare function dryRun(
   options: { varsFile?: string; outdir?: string },
   dependencies?: Dependencies,
-): Promise<{ bundle: BundleSize } & SizeVerdict>;
+): Promise<{ ok: boolean; converter: WorkerSizeReport; api: WorkerSizeReport }>;
 export declare function parseDeployArgs(argv: string[]): {
   help: boolean;
   dryRun: boolean;

@@ -1,8 +1,9 @@
-// `npm run deploy`: from a logged-in Cloudflare account to a running Worker in one command. It finds or
+// `npm run deploy`: from a logged-in Cloudflare account to a running service in one command. It finds or
 // creates the D1 database, the R2 bucket and the queues wrangler.toml names (wrangler binds them by name, so no id is
 // written anywhere), sets the required secrets that are not set yet (from the environment, or generated and
-// printed once), applies the D1 migrations to the remote database, deploys with the values of deploy.vars,
-// and prints the URL. `--dry-run` builds the upload without an account and checks its size (CI runs it).
+// printed once), applies the D1 migrations to the remote database, deploys the two Workers, the converter
+// (converter/wrangler.toml) first and then the API with the values of deploy.vars, and prints the URL.
+// `--dry-run` builds both uploads without an account and checks each one's size (CI runs it).
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -24,13 +25,25 @@ import {
 /** Where a deploy with shards writes its configuration (beside wrangler.toml; removed after the deploy). */
 const deployConfigPath = join(projectRoot, "wrangler.deploy.toml");
 
+/**
+ * The converter Worker's configuration: the image codecs run there, on isolates of their own, and the API
+ * reaches it only through its CONVERTER service binding (README, "Deploy to your account").
+ */
+export const converterConfigPath = join(projectRoot, "converter", "wrangler.toml");
+
 export const usage = `Usage: npm run deploy [-- --vars-file FILE] [-- --shards N] [-- --dry-run [--outdir DIR]]
 
   --vars-file FILE   this deployment's variables (default: deploy.vars, if it exists; see deploy.vars.example)
   --shards N         bind N shard databases (SHARD_0 … SHARD_<N-1>), creating and migrating the missing ones;
                      shards the account already has are always kept (default: those, none on a new account)
-  --dry-run          build the upload without an account, report its size and fail above the budget
-  --outdir DIR       with --dry-run: keep the built upload in DIR
+  --dry-run          build both Workers' uploads without an account, report each one's size and fail if
+                     either is above the budget
+  --outdir DIR       with --dry-run: keep the builds in DIR, each Worker's in a folder of its own
+                     (DIR/api and DIR/converter)
+
+Two Workers are deployed: the converter (converter/wrangler.toml) first, then the API (wrangler.toml), whose
+CONVERTER service binding needs the converter to exist. deploy.vars and the secrets are the API's; the
+converter has none.
 
 Secrets come from the environment when set there (FILE_SIGNING_SECRET=... npm run deploy); a required secret
 that is neither set on the Worker nor in the environment is generated and printed once.`;
@@ -51,10 +64,52 @@ export const sizeLimits = {
 /** Static assets (public/) are uploaded apart from the Worker, with limits of their own. */
 export const assetLimits = { fileBytes: 25 * MiB, filesOnFree: 20_000 };
 
-/** The wrangler configuration as wrangler itself reads it (wrangler.toml). */
-export async function readWranglerConfig() {
+/** A wrangler configuration as wrangler itself reads it (the API's wrangler.toml unless `path` says another). */
+export async function readWranglerConfig(path = join(projectRoot, "wrangler.toml")) {
   const { unstable_readConfig } = await import("wrangler");
-  return unstable_readConfig({ config: join(projectRoot, "wrangler.toml") });
+  return unstable_readConfig({ config: path });
+}
+
+/** The converter Worker's configuration (converter/wrangler.toml). */
+export function readConverterConfig() {
+  return readWranglerConfig(converterConfigPath);
+}
+
+/**
+ * Checks that the two configurations fit what the deploy does for them: the API's CONVERTER binding names the
+ * Worker converter/wrangler.toml deploys; the converter binds only the API's bucket (the one the deploy finds or
+ * creates); and it declares no variable and no secret, since deploy.vars and the secrets are given to the API
+ * alone. Answers the converter's name.
+ */
+export function checkConverter(config, converterConfig) {
+  const fix = "Make the two configurations agree (wrangler.toml, converter/wrangler.toml).";
+  const service = binding(config, "services", "CONVERTER").service;
+  if (service !== converterConfig.name) {
+    throw new ScriptError(
+      `wrangler.toml's CONVERTER binding names the Worker ${service}, but converter/wrangler.toml deploys ${converterConfig.name}. ${fix}`,
+    );
+  }
+  const bucket = binding(config, "r2_buckets", "BUCKET").bucket_name;
+  for (const other of converterConfig.r2_buckets ?? []) {
+    if (other.bucket_name !== bucket) {
+      throw new ScriptError(
+        `converter/wrangler.toml binds the R2 bucket ${other.bucket_name} as ${other.binding}; npm run deploy makes only the API's bucket, ${bucket}. ${fix}`,
+      );
+    }
+  }
+  const vars = Object.keys(converterConfig.vars ?? {});
+  if (vars.length > 0) {
+    throw new ScriptError(
+      `converter/wrangler.toml declares variables (${vars.join(", ")}), but npm run deploy gives the converter none: deploy.vars is the API's.`,
+    );
+  }
+  const secrets = converterConfig.secrets?.required ?? [];
+  if (secrets.length > 0) {
+    throw new ScriptError(
+      `converter/wrangler.toml requires secrets (${secrets.join(", ")}), but npm run deploy sets secrets on the API Worker only.`,
+    );
+  }
+  return { name: converterConfig.name };
 }
 
 /**
@@ -296,15 +351,33 @@ function binding(config, kind, name) {
   return found;
 }
 
+/**
+ * Deploys the converter Worker (no variables, no secrets: it has none). A failure stops the deploy before the
+ * API's: the API would bind a converter that is missing or of the previous version.
+ */
+async function deployConverter(run, converter, api) {
+  // Like the API's deploy, wrangler owns the terminal: whatever it asks, it asks the person deploying.
+  const result = await run(["deploy", "--config", converterConfigPath], { mode: "terminal" });
+  if (result.code === 0) return result;
+  throw new ScriptError(
+    `Deploying the converter Worker (${converter.name}) failed (wrangler's message above). The API Worker (${api}) was not deployed: its CONVERTER binding needs the converter deployed first. Run npm run deploy again once the cause is fixed.`,
+  );
+}
+
 /** Deploys to the logged-in account; returns what it found, made and set. */
-export async function deploy(options, { run = runWrangler, print = console.log, env = process.env, config } = {}) {
+export async function deploy(
+  options,
+  { run = runWrangler, print = console.log, env = process.env, config, converterConfig } = {},
+) {
   config ??= await readWranglerConfig();
+  converterConfig ??= await readConverterConfig();
   const vars = await readDeployVars(config, options.varsFile);
+  const converter = checkConverter(config, converterConfig);
   const databaseName = binding(config, "d1_databases", "DB").database_name;
   const bucketName = binding(config, "r2_buckets", "BUCKET").bucket_name;
 
   const account = await checkAccount(run, env);
-  print(`Deploying ${config.name} to ${account}`);
+  print(`Deploying ${converter.name} and ${config.name} to ${account}`);
   const { listed, ...database } = await ensureDatabase(run, databaseName, print);
   const shards = await ensureShards(run, databaseName, options.shards, listed, print);
   const bucket = await ensureBucket(run, bucketName, print);
@@ -328,10 +401,13 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
         { mode: "show" },
       );
     }
+    // The converter first: Cloudflare refuses a Worker whose service binding names a Worker that does not
+    // exist (API error 10143), and a new API should not call the previous converter.
+    await deployConverter(run, converter, config.name);
     file = names.length > 0 ? await secretsFile(secrets.set) : undefined;
     const args = ["deploy", ...varArgs(vars), ...(file ? ["--secrets-file", file.path] : []), ...configArgs];
     // wrangler owns the terminal here: a new account is asked to register its workers.dev subdomain.
-    deployed = await mustRun(run, "Deploying the Worker", args, { mode: "terminal" });
+    deployed = await mustRun(run, "Deploying the API Worker", args, { mode: "terminal" });
   } finally {
     await file?.done();
     if (shardedConfig) await rm(shardedConfig, { force: true });
@@ -341,6 +417,7 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
 
   const lines = ["", `Deployed ${config.name}${url ? ` at ${url}` : ""}`];
   if (url) lines.push(`  API:        ${url}/api/v1`, `  Reference:  ${url}/api/v1/docs`);
+  lines.push(`  Converter:  ${converter.name} (no URL: only the API's CONVERTER binding reaches it)`);
   lines.push(`  D1:         ${database.name} (${database.id})`);
   for (const shard of shards) lines.push(`  Shard:      ${shard.binding} = ${shard.name} (${shard.id})`);
   lines.push(`  R2:         ${bucket.name}`);
@@ -365,6 +442,7 @@ export async function deploy(options, { run = runWrangler, print = console.log, 
   print(lines.join("\n"));
   return {
     url,
+    converter: converter.name,
     database,
     shards,
     bucket,
@@ -391,46 +469,86 @@ async function listFiles(dir) {
 
 /**
  * Judges a dry run's upload against the limits: returns the report lines and whether it is within budget.
- * `bundle` is wrangler's own measure of the upload (its modules, without source maps).
+ * `bundle` is wrangler's own measure of the upload (its modules, without source maps); `assets` the files of
+ * the Worker's static assets (public/), or null for a Worker without any; `worker` names it in the report.
  */
-export function judgeSize(bundle, assets) {
+export function judgeSize(bundle, assets, worker = "Worker") {
   const { uncompressedBytes, gzipBudgetBytes, formerPaidGzipBytes } = sizeLimits;
   const problems = [];
   if (bundle.raw_bytes > uncompressedBytes)
     problems.push(`the upload is above Cloudflare's ${formatBytes(uncompressedBytes)} limit`);
   if (bundle.gzip_bytes > gzipBudgetBytes)
     problems.push(`the gzip size is above the project's ${formatBytes(gzipBudgetBytes)} budget`);
-  const largest = assets.reduce((max, file) => (file.size > max.size ? file : max), { path: "-", size: 0 });
-  if (largest.size > assetLimits.fileBytes)
-    problems.push(`${largest.path} is above the ${formatBytes(assetLimits.fileBytes)} asset limit`);
-  if (assets.length > assetLimits.filesOnFree) problems.push(`public/ has more than ${assetLimits.filesOnFree} files`);
   const lines = [
-    "Worker upload (wrangler's measure: its modules, source maps apart):",
+    `${worker} upload (wrangler's measure: its modules, source maps apart):`,
     `  uncompressed  ${formatBytes(bundle.raw_bytes)}  = ${percent(bundle.raw_bytes, uncompressedBytes)} of the ${formatBytes(uncompressedBytes)} limit (every plan)`,
     `  gzip          ${formatBytes(bundle.gzip_bytes)}  = ${percent(bundle.gzip_bytes, gzipBudgetBytes)} of the ${formatBytes(gzipBudgetBytes)} budget (the former Workers Free limit; Paid was ${formatBytes(formerPaidGzipBytes)})`,
-    `Static assets (public/, uploaded apart, not part of the Worker's size): ${assets.length} files, largest ${formatBytes(largest.size)} (limit ${formatBytes(assetLimits.fileBytes)} a file)`,
   ];
+  if (assets) {
+    const largest = assets.reduce((max, file) => (file.size > max.size ? file : max), { path: "-", size: 0 });
+    if (largest.size > assetLimits.fileBytes)
+      problems.push(`${largest.path} is above the ${formatBytes(assetLimits.fileBytes)} asset limit`);
+    if (assets.length > assetLimits.filesOnFree)
+      problems.push(`public/ has more than ${assetLimits.filesOnFree} files`);
+    lines.push(
+      `  Static assets (public/, uploaded apart, not part of the Worker's size): ${assets.length} files, largest ${formatBytes(largest.size)} (limit ${formatBytes(assetLimits.fileBytes)} a file)`,
+    );
+  }
   return { ok: problems.length === 0, problems, lines };
 }
 
-/** Builds the upload exactly as a deploy would (same variables, a secrets file) without an account. */
-export async function dryRun(options, { run = runWrangler, print = console.log, config } = {}) {
+/** Builds one Worker's upload with `wrangler deploy --dry-run ...args`, prints its report and answers it. */
+async function buildAndJudge(run, print, worker, args, assets) {
+  const result = await mustRun(run, `Building the ${worker} (wrangler deploy --dry-run)`, [
+    "deploy",
+    "--dry-run",
+    ...args,
+  ]);
+  const bundle = result.outputs.find((output) => output.type === "deploy")?.bundle_size;
+  if (!bundle) throw new ScriptError(`wrangler deploy --dry-run reported no bundle size for the ${worker}.`);
+  const label = worker.charAt(0).toUpperCase() + worker.slice(1);
+  const verdict = judgeSize(bundle, assets, label);
+  print(verdict.lines.join("\n"));
+  return { worker, bundle, ...verdict };
+}
+
+/**
+ * Builds both Workers' uploads exactly as a deploy would (the converter as it is; the API with the same
+ * variables and a secrets file) without an account, in DIR/converter and DIR/api, and judges each one's size.
+ * Both are built and reported before either's size fails the run.
+ */
+export async function dryRun(options, { run = runWrangler, print = console.log, config, converterConfig } = {}) {
   config ??= await readWranglerConfig();
+  converterConfig ??= await readConverterConfig();
   const vars = await readDeployVars(config, options.varsFile);
+  const converterName = checkConverter(config, converterConfig).name;
   const outdir = options.outdir ?? (await mkdtemp(join(tmpdir(), "deploy-dry-run-")));
   const placeholders = Object.fromEntries((config.secrets?.required ?? []).map((name) => [name, "dry-run"]));
   const file = await secretsFile(placeholders);
   try {
-    const args = ["deploy", "--dry-run", "--outdir", outdir, ...varArgs(vars), "--secrets-file", file.path];
-    const result = await mustRun(run, "Building the Worker (wrangler deploy --dry-run)", args);
-    const bundle = result.outputs.find((output) => output.type === "deploy")?.bundle_size;
-    if (!bundle) throw new ScriptError("wrangler deploy --dry-run reported no bundle size.");
+    // The converter has no static assets: its report has no assets line and no asset limit.
+    const converter = await buildAndJudge(
+      run,
+      print,
+      `converter Worker (${converterName})`,
+      ["--outdir", join(outdir, "converter"), "--config", converterConfigPath],
+      null,
+    );
     const assetsDir = resolve(projectRoot, config.assets?.directory ?? "public");
-    const verdict = judgeSize(bundle, await listFiles(assetsDir));
-    print(verdict.lines.join("\n"));
-    if (!verdict.ok) throw new ScriptError(`Too large: ${verdict.problems.join("; ")}.`);
-    print("Within the limits.");
-    return { bundle, ...verdict };
+    const api = await buildAndJudge(
+      run,
+      print,
+      `API Worker (${config.name})`,
+      ["--outdir", join(outdir, "api"), ...varArgs(vars), "--secrets-file", file.path],
+      await listFiles(assetsDir),
+    );
+    const tooLarge = [converter, api].filter((report) => !report.ok);
+    if (tooLarge.length > 0) {
+      const reasons = tooLarge.map((report) => `the ${report.worker}: ${report.problems.join("; ")}`);
+      throw new ScriptError(`Too large: ${reasons.join("; ")}.`);
+    }
+    print("Both Workers are within the limits.");
+    return { ok: true, converter, api };
   } finally {
     await file.done();
     if (options.outdir === undefined) await rm(outdir, { recursive: true, force: true });

@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   bucketNames,
+  checkConverter,
   checkDeployVars,
+  converterConfigPath,
   deploy,
   dryRun,
   judgeSize,
@@ -13,14 +15,17 @@ import {
   parseVarsFile,
   planSecrets,
   queueNames,
+  readConverterConfig,
   readWranglerConfig,
   sizeLimits,
+  usage,
   type WranglerConfig,
 } from "../../scripts/deploy.mjs";
 import { parseJsonOutput, ScriptError } from "../../scripts/lib/wrangler.mjs";
 import { FakeCloudflare } from "./fake-cloudflare";
 
 let config: WranglerConfig;
+let converterConfig: WranglerConfig;
 let databaseName: string;
 let bucketName: string;
 let queues: string[];
@@ -29,6 +34,7 @@ const scratch: string[] = [];
 beforeAll(async () => {
   // The project's own wrangler.toml, read by wrangler: the names the script deploys are the real ones.
   config = await readWranglerConfig();
+  converterConfig = await readConverterConfig();
   databaseName = config.d1_databases.find((d) => d.binding === "DB")?.database_name ?? "";
   bucketName = config.r2_buckets.find((b) => b.binding === "BUCKET")?.bucket_name ?? "";
   queues = queueNames(config);
@@ -61,7 +67,7 @@ function deployWith(account: FakeCloudflare, env: Record<string, string> = {}) {
     run: async (options: { varsFile?: string; shards?: number } = {}) =>
       deploy(
         { varsFile: options.varsFile ?? (await emptyVars()), shards: options.shards },
-        { run: account.run, print: (t) => printed.push(t), env, config },
+        { run: account.run, print: (t) => printed.push(t), env, config, converterConfig },
       ),
   };
 }
@@ -82,6 +88,7 @@ describe("npm run deploy on an empty account", () => {
       ...queues.flatMap((queue) => [`queues info ${queue}`, `queues create ${queue}`]),
       "secret list --format",
       "d1 migrations apply",
+      `deploy --config ${converterConfigPath}`,
       expect.stringMatching(/^deploy --secrets-file /),
     ]);
     expect(account.databases.map((d) => d.name)).toEqual([databaseName]);
@@ -101,7 +108,7 @@ describe("npm run deploy on an empty account", () => {
     const { run, printed } = deployWith(account);
     await run();
 
-    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    const deployCall = account.deployOf("api");
     expect(deployCall?.secretsFile?.mode).toBe(0o600);
     const secrets = deployCall?.secretsFile?.secrets ?? {};
     expect(Object.keys(secrets).sort()).toEqual(["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]);
@@ -117,6 +124,23 @@ describe("npm run deploy on an empty account", () => {
     for (const value of Object.values(secrets)) expect(others.join("\n")).not.toContain(value);
   });
 
+  it("deploys the converter Worker first (the API's CONVERTER binding needs it), from converter/wrangler.toml, with no variable and no secret", async () => {
+    const account = emptyAccount();
+    const { run, printed } = deployWith(account);
+    const result = await run({ varsFile: await varsFile("CORS_ORIGINS=https://shop.example\n") });
+
+    const deploys = account.calls.filter((call) => call.args[0] === "deploy");
+    expect(deploys).toEqual([account.deployOf("converter"), account.deployOf("api")]);
+    expect(account.deployOf("converter")).toMatchObject({
+      args: ["deploy", "--config", converterConfigPath],
+      mode: "terminal",
+    });
+    expect(account.converter).toEqual({ vars: {}, secrets: [] });
+    expect(account.worker?.vars).toEqual({ CORS_ORIGINS: "https://shop.example" });
+    expect(result.converter).toBe(converterConfig.name);
+    expect(printed.join("\n")).toContain(`Converter:  ${converterConfig.name}`);
+  });
+
   it("applies the migrations non-interactively with their output shown, and lets wrangler own the terminal for the deploy", async () => {
     const account = new FakeCloudflare();
     await deployWith(account).run();
@@ -124,7 +148,7 @@ describe("npm run deploy on an empty account", () => {
       args: ["d1", "migrations", "apply", "DB", "--remote"],
       mode: "show",
     });
-    expect(account.calls.find((call) => call.args[0] === "deploy")?.mode).toBe("terminal");
+    expect(account.deployOf("api")?.mode).toBe("terminal");
   });
 });
 
@@ -135,7 +159,9 @@ describe("npm run deploy with shards (docs/scaling.md)", () => {
     const run = account.run;
     account.run = async (args, options) => {
       const config = args[args.indexOf("--config") + 1];
-      if (args.includes("--config") && config) configs.push(await readFile(config, "utf8"));
+      // The converter's own configuration binds no database: only the API's is sharded.
+      if (args.includes("--config") && config && config !== converterConfigPath)
+        configs.push(await readFile(config, "utf8"));
       return run(args, options);
     };
     const result = await deployWith(account).run({ shards: 2 });
@@ -150,7 +176,7 @@ describe("npm run deploy with shards (docs/scaling.md)", () => {
     ]);
     const migrations = account.calls.filter((call) => call.args[1] === "migrations").map((call) => call.args[3]);
     expect(migrations).toEqual(["DB", "SHARD_0", "SHARD_1"]);
-    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    const deployCall = account.deployOf("api");
     expect(deployCall?.args).toContain("--config");
     // Every migration and the deploy read the same configuration: wrangler.toml with both shards bound.
     expect(configs).toHaveLength(4);
@@ -190,7 +216,7 @@ describe("npm run deploy again", () => {
     expect(result.database).toMatchObject({ created: false, id: "11111111-2222-4333-8444-555555555555" });
     expect(result.bucket.created).toBe(false);
     expect(result.secrets).toEqual({ set: [], kept: ["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"], generated: [] });
-    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    const deployCall = account.deployOf("api");
     expect(deployCall?.args).toEqual(["deploy"]);
     expect(printed.join("\n")).not.toContain("Generated secrets");
     expect(account.migrationsApplied).toBe(1);
@@ -199,7 +225,7 @@ describe("npm run deploy again", () => {
   it("sets a secret given in the environment (a rotation) and keeps the other", async () => {
     const account = new FakeCloudflare().deployedBefore(databaseName, bucketName, queues);
     const result = await deployWith(account, { PLATFORM_API_SECRET: "shared-with-the-platform" }).run();
-    const deployCall = account.calls.find((call) => call.args[0] === "deploy");
+    const deployCall = account.deployOf("api");
     expect(deployCall?.secretsFile?.secrets).toEqual({ PLATFORM_API_SECRET: "shared-with-the-platform" });
     expect(result.secrets).toEqual({ set: ["PLATFORM_API_SECRET"], kept: ["FILE_SIGNING_SECRET"], generated: [] });
   });
@@ -313,12 +339,58 @@ describe("npm run deploy stops early, saying what to do", () => {
     expect(account.calls.some((call) => call.args[1] === "migrations" || call.args[0] === "deploy")).toBe(false);
   });
 
-  it("when a migration fails: the Worker is not deployed", async () => {
+  it("when a migration fails: neither Worker is deployed", async () => {
     const account = new FakeCloudflare();
     account.failMigrations = true;
     await expect(deployWith(account).run()).rejects.toThrow(/Applying the D1 migrations failed/);
     expect(account.calls.some((call) => call.args[0] === "deploy")).toBe(false);
     expect(account.worker).toBeUndefined();
+    expect(account.converter).toBeUndefined();
+  });
+
+  it("when the converter's deploy fails: the API Worker is not deployed, and the message says so", async () => {
+    for (const account of [emptyAccount(), new FakeCloudflare().deployedBefore(databaseName, bucketName, queues)]) {
+      const before = account.worker;
+      account.failConverterDeploy = true;
+      await expect(deployWith(account).run()).rejects.toThrow(
+        /Deploying the converter Worker \(storefront-checkout-converter\) failed \(wrangler's message above\)\. The API Worker \(storefront-checkout-api\) was not deployed/,
+      );
+      expect(account.deployOf("converter")).toBeDefined();
+      expect(account.deployOf("api")).toBeUndefined();
+      expect(account.worker).toBe(before);
+    }
+  });
+
+  it("when the two Workers' configurations disagree (the CONVERTER binding, the converter's bucket, a variable or secret of the converter): before any call", async () => {
+    const converterBound = (service: string) => ({
+      ...config,
+      services: [{ binding: "CONVERTER", service, entrypoint: "Converter" }],
+    });
+    const cases: [WranglerConfig, WranglerConfig, RegExp][] = [
+      [converterBound("another-converter"), converterConfig, /CONVERTER binding names the Worker another-converter/],
+      [{ ...config, services: [] }, converterConfig, /wrangler\.toml has no services binding CONVERTER/],
+      [
+        config,
+        { ...converterConfig, r2_buckets: [{ binding: "BUCKET", bucket_name: "other-media" }] },
+        /binds the R2 bucket other-media/,
+      ],
+      [config, { ...converterConfig, vars: { LEVEL: "" } }, /declares variables \(LEVEL\)/],
+      [config, { ...converterConfig, secrets: { required: ["KEY"] } }, /requires secrets \(KEY\)/],
+    ];
+    for (const [apiConfig, converter, message] of cases) {
+      const account = new FakeCloudflare();
+      const dependencies = {
+        run: account.run,
+        print: () => {},
+        env: {},
+        config: apiConfig,
+        converterConfig: converter,
+      };
+      await expect(deploy({ varsFile: await emptyVars() }, dependencies)).rejects.toThrow(message);
+      await expect(dryRun({ varsFile: await emptyVars() }, dependencies)).rejects.toThrow(message);
+      expect(account.calls).toEqual([]);
+    }
+    expect(checkConverter(config, converterConfig)).toEqual({ name: "storefront-checkout-converter" });
   });
 
   it("when deploy.vars names something the Worker does not read, a secret, or DEV_FIXTURES=on: before any call", async () => {
@@ -387,29 +459,92 @@ describe("secrets plan", () => {
 });
 
 describe("npm run deploy -- --dry-run (CI, no account)", () => {
-  it("builds with the same variables and a secrets file, calls nothing else, and passes within the limits", async () => {
+  it("builds both Workers, the converter first, the API with the same variables and a secrets file, calls nothing else, and passes within the limits", async () => {
     const account = new FakeCloudflare();
     const printed: string[] = [];
     const file = await varsFile("CORS_ORIGINS=https://shop.example\n");
-    const result = await dryRun({ varsFile: file }, { run: account.run, print: (t) => printed.push(t), config });
-    expect(account.calls).toHaveLength(1);
-    const [call] = account.calls;
-    expect(call?.args.slice(0, 3)).toEqual(["deploy", "--dry-run", "--outdir"]);
-    expect(call?.args).toContain("CORS_ORIGINS:https://shop.example");
-    expect(Object.keys(call?.secretsFile?.secrets ?? {}).sort()).toEqual([
-      "FILE_SIGNING_SECRET",
-      "PLATFORM_API_SECRET",
+    const result = await dryRun(
+      { varsFile: file },
+      { run: account.run, print: (t) => printed.push(t), config, converterConfig },
+    );
+    expect(account.calls).toEqual([account.deployOf("converter"), account.deployOf("api")]);
+    const api = account.deployOf("api");
+    expect(api?.args.slice(0, 3)).toEqual(["deploy", "--dry-run", "--outdir"]);
+    expect(api?.args).toContain("CORS_ORIGINS:https://shop.example");
+    expect(Object.keys(api?.secretsFile?.secrets ?? {}).sort()).toEqual(["FILE_SIGNING_SECRET", "PLATFORM_API_SECRET"]);
+    // The converter has no variables and no secrets: its build is given none.
+    const converter = account.deployOf("converter");
+    expect(converter?.args).toEqual([
+      "deploy",
+      "--dry-run",
+      "--outdir",
+      expect.stringMatching(/\/converter$/),
+      "--config",
+      converterConfigPath,
     ]);
     expect(result.ok).toBe(true);
-    expect(printed.join("\n")).toMatch(/gzip +566\.4 KiB/);
+    expect(result.api.ok && result.converter.ok).toBe(true);
+    expect(result.api.bundle).toEqual(account.bundleSize);
+    expect(result.converter.bundle).toEqual(account.converterBundleSize);
+    const output = printed.join("\n");
+    expect(output).toMatch(/API Worker \(storefront-checkout-api\) upload[^\n]*\n[^\n]*\n +gzip +307\.2 KiB/);
+    expect(output).toMatch(
+      /Converter Worker \(storefront-checkout-converter\) upload[^\n]*\n[^\n]*\n +gzip +841\.8 KiB/,
+    );
+    expect(output.indexOf("Converter Worker")).toBeLessThan(output.indexOf("API Worker"));
+    expect(output).toContain("Both Workers are within the limits.");
   });
 
-  it("fails above the 3 MiB gzip budget and above the 64 MiB upload limit, naming which", async () => {
+  it("the converter's report says nothing of static assets (it has none); the API's counts public/", async () => {
     const account = new FakeCloudflare();
-    account.bundleSize = { raw_bytes: 9_000_000, gzip_bytes: sizeLimits.gzipBudgetBytes + 1 };
-    await expect(
-      dryRun({ varsFile: await emptyVars() }, { run: account.run, print: () => {}, config }),
-    ).rejects.toThrow(/gzip size is above the project's 3\.00 MiB budget/);
+    const result = await dryRun(
+      { varsFile: await emptyVars() },
+      { run: account.run, print: () => {}, config, converterConfig },
+    );
+    expect(result.converter.lines.join("\n")).not.toMatch(/public\/|assets/);
+    expect(result.api.lines.join("\n")).toMatch(/Static assets \(public\/[^)]*\): \d+ files/);
+  });
+
+  it("fails when either Worker is above its budget, naming which, after reporting both", async () => {
+    for (const [large, name] of [
+      [
+        "bundleSize",
+        /the API Worker \(storefront-checkout-api\): the gzip size is above the project's 3\.00 MiB budget/,
+      ],
+      [
+        "converterBundleSize",
+        /the converter Worker \(storefront-checkout-converter\): the gzip size is above the project's 3\.00 MiB budget/,
+      ],
+    ] as const) {
+      const account = new FakeCloudflare();
+      account[large] = { raw_bytes: 9_000_000, gzip_bytes: sizeLimits.gzipBudgetBytes + 1 };
+      const printed: string[] = [];
+      await expect(
+        dryRun(
+          { varsFile: await emptyVars() },
+          { run: account.run, print: (t) => printed.push(t), config, converterConfig },
+        ),
+      ).rejects.toThrow(name);
+      expect(printed.join("\n")).toMatch(/Converter Worker[\s\S]*API Worker/);
+      expect(printed.join("\n")).not.toContain("within the limits");
+    }
+  });
+
+  it("--outdir DIR keeps each Worker's build in a folder of its own: DIR/api and DIR/converter", async () => {
+    const account = new FakeCloudflare();
+    const dir = await mkdtemp(join(tmpdir(), "deploy-outdir-"));
+    scratch.push(dir);
+    await dryRun(
+      { varsFile: await emptyVars(), outdir: dir },
+      { run: account.run, print: () => {}, config, converterConfig },
+    );
+    const outdir = (call: { args: string[] } | undefined) => call?.args[call.args.indexOf("--outdir") + 1];
+    expect(outdir(account.deployOf("api"))).toBe(join(dir, "api"));
+    expect(outdir(account.deployOf("converter"))).toBe(join(dir, "converter"));
+    expect(existsSync(dir)).toBe(true);
+  });
+
+  it("above the 64 MiB upload limit: the verdict names it", () => {
     const verdict = judgeSize({ raw_bytes: sizeLimits.uncompressedBytes + 1, gzip_bytes: 1000 }, []);
     expect(verdict.ok).toBe(false);
     expect(verdict.problems.join()).toMatch(/above Cloudflare's 64\.00 MiB limit/);
@@ -426,6 +561,7 @@ describe("npm run deploy -- --dry-run (CI, no account)", () => {
     expect(parseDeployArgs(["--dry-run", "--outdir", "dist"])).toMatchObject({ dryRun: true, outdir: "dist" });
     expect(() => parseDeployArgs(["--outdir", "dist"])).toThrow(ScriptError);
     expect(() => parseDeployArgs(["--force"])).toThrow(/Usage: npm run deploy/);
+    expect(usage).toMatch(/DIR\/api and DIR\/converter/);
   });
 });
 

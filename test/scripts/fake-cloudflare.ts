@@ -21,7 +21,10 @@ const failed = (stderr: string, code?: number, message = stderr): WranglerResult
  * it answers the commands the scripts issue the way wrangler does (JSON shapes, error codes, the output
  * file's entries), keeps the account's state, records every call, and refuses a command it does not know.
  * It enforces wrangler's own rules: migrations need the database, a deploy needs its bucket and database,
- * and a Worker's first deploy must bring every required secret (`--secrets-file`).
+ * and a Worker's first deploy must bring every required secret (`--secrets-file`). It holds the two Workers
+ * `npm run deploy` makes: a deploy with `--config …/converter/wrangler.toml` is the converter's (it binds only
+ * the bucket), any other the API's, which Cloudflare refuses while the Worker its CONVERTER service binding
+ * names does not exist (API error 10143).
  */
 export class FakeCloudflare {
   loggedIn = true;
@@ -32,11 +35,17 @@ export class FakeCloudflare {
   /** The queues a deploy binds (wrangler.toml's); a deploy before they exist fails, as Cloudflare's does. */
   requiredQueues: string[] = [];
   worker: { secrets: Set<string>; vars: Record<string, string> } | undefined;
+  /** The converter Worker, once deployed: what its deploy was given besides its configuration. */
+  converter: { vars: Record<string, string>; secrets: string[] } | undefined;
+  /** The converter's deploy fails (as one above a size limit does), leaving the account's converter as it was. */
+  failConverterDeploy = false;
   migrationsApplied = 0;
   failMigrations = false;
   /** An account whose owner has never turned R2 on answers every R2 call with API error 10042. */
   r2Enabled = true;
-  bundleSize = { raw_bytes: 2_500_000, gzip_bytes: 580_000 };
+  /** What `deploy --dry-run` reports for each Worker (about the project's own builds). */
+  bundleSize = { raw_bytes: 1_615_000, gzip_bytes: 314_600 };
+  converterBundleSize = { raw_bytes: 2_423_000, gzip_bytes: 862_000 };
   url = "https://storefront-checkout-api.shop.workers.dev";
   readonly calls: Call[] = [];
 
@@ -48,7 +57,15 @@ export class FakeCloudflare {
     this.buckets.add(bucketName);
     for (const queue of queues) this.queues.add(queue);
     this.worker = { secrets: new Set(this.requiredSecrets), vars: {} };
+    this.converter = { vars: {}, secrets: [] };
     return this;
+  }
+
+  /** The (last) deploy call of one Worker, dry runs included. */
+  deployOf(worker: "api" | "converter"): Call | undefined {
+    return this.calls.findLast(
+      (call) => call.args[0] === "deploy" && isConverter(call.args) === (worker === "converter"),
+    );
   }
 
   /** Commands in the order they were issued, as `wrangler ...` strings without values after flags. */
@@ -149,10 +166,30 @@ export class FakeCloudflare {
         args[i - 1] === "--var" ? [[arg.slice(0, arg.indexOf(":")), arg.slice(arg.indexOf(":") + 1)]] : [],
       ),
     );
+    const converter = isConverter(args);
     if (args.includes("--dry-run")) {
-      return { ...ok(), outputs: [{ type: "deploy", version: 1, bundle_size: this.bundleSize }] };
+      const bundle_size = converter ? this.converterBundleSize : this.bundleSize;
+      return { ...ok(), outputs: [{ type: "deploy", version: 1, bundle_size }] };
+    }
+    if (converter) {
+      if (this.buckets.size === 0) throw new Error("deploy before its resources exist");
+      if (this.failConverterDeploy) {
+        return failed(
+          "A request to the Cloudflare API (/accounts/acc-1/workers/scripts/storefront-checkout-converter) failed.\n  Your Worker exceeded the size limit of 3 MiB. [code: 10027]",
+          10027,
+        );
+      }
+      this.converter = { vars, secrets: Object.keys(call.secretsFile?.secrets ?? {}) };
+      // workers_dev = false and no route: the deploy has no URL.
+      return { ...ok(), outputs: [{ type: "deploy", version: 1, targets: [], version_id: "c1" }] };
     }
     if (this.databases.length === 0 || this.buckets.size === 0) throw new Error("deploy before its resources exist");
+    if (!this.converter) {
+      return failed(
+        "A request to the Cloudflare API (/accounts/acc-1/workers/scripts/storefront-checkout-api) failed.\n  Could not resolve service binding 'CONVERTER'. Target script 'storefront-checkout-converter' not found. Please verify the target script and try again. [code: 10143]",
+        10143,
+      );
+    }
     const missingQueues = this.requiredQueues.filter((name) => !this.queues.has(name));
     if (missingQueues.length > 0) {
       return failed(
@@ -165,6 +202,11 @@ export class FakeCloudflare {
     this.worker = { secrets, vars };
     return { ...ok(), outputs: [{ type: "deploy", version: 1, targets: [this.url], version_id: "v1" }] };
   }
+}
+
+/** Whether a deploy is the converter's: wrangler reads converter/wrangler.toml. */
+function isConverter(args: string[]): boolean {
+  return /(^|\/)converter\/wrangler\.toml$/.test(flagValue(args, "--config") ?? "");
 }
 
 function flagValue(args: string[], flag: string): string | undefined {
