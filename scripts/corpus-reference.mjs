@@ -1,6 +1,6 @@
 // Records what libvips (sharp) and Chromium show of every corpus file the manifest expects converted, as a
 // coarse grid of per-channel means at the conversion's output size, into test/fixtures/corpus/reference.json;
-// test/uploads/convert/corpus.test.ts compares the Worker's WebP with it. Also rewrites the README's file table
+// test/uploads/corpus.test.ts compares the Worker's WebP with it. Also rewrites the README's file table
 // from the manifest.
 //
 //   npx node scripts/corpus-reference.mjs
@@ -168,7 +168,7 @@ function readme() {
     "them (`made/`), each with the outcome the project's rules give it. `manifest.json` states the outcomes,",
     "`reference.json` what libvips or Chromium shows of every file that is converted (a grid of at most 8 × 8",
     "cells of mean premultiplied R, G, B and A at the conversion's output size), and",
-    "`test/uploads/convert/corpus.test.ts` runs every file through the conversion (the animated ones, and a few",
+    "`test/uploads/corpus.test.ts` runs every file through the conversion (the animated ones, and a few",
     "refusals, through the API's complete) and compares.",
     "",
     "```sh",

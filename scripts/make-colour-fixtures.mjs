@@ -1,5 +1,5 @@
-// Generates test/uploads/convert/colour-fixtures.json: small images carrying real ICC profiles, and what
-// libvips (sharp) makes of each, for test/uploads/convert/colour.test.ts.
+// Generates converter/test/colour-fixtures.json: small images carrying real ICC profiles, and what
+// libvips (sharp) makes of each, for converter/test/colour.test.ts.
 //
 //   node scripts/make-colour-fixtures.mjs      (needs Debian's colord-data: apt-get install colord-data)
 //
@@ -17,7 +17,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 
-const OUTPUT = new URL("../test/uploads/convert/colour-fixtures.json", import.meta.url);
+const OUTPUT = new URL("../converter/test/colour-fixtures.json", import.meta.url);
 const COLORD = "/usr/share/color/icc/colord";
 const WIDTH = 128;
 const HEIGHT = 96;

@@ -1,5 +1,5 @@
 // The coarse picture the corpus compares (scripts/corpus-reference.mjs writes it for libvips and Chromium,
-// test/uploads/convert/corpus.test.ts computes it of the Worker's WebP): one module, so both sides agree.
+// test/uploads/corpus.test.ts computes it of the Worker's WebP): one module, so both sides agree.
 
 /** Cells per edge of the grid (fewer for smaller images: one pixel a cell). */
 const GRID = 8;

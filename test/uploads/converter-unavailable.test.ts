@@ -58,6 +58,8 @@ describe("complete without the converter", () => {
   for (const [runtimeError, reason] of [
     ["Worker exceeded CPU time limit.", "it ran out of CPU time"],
     ["Worker exceeded memory limit.", "it ran out of memory"],
+    // What plain `wrangler dev` without the converter's process says (and an older wrangler's words).
+    ['Worker "storefront-checkout-converter" not found. Make sure it is running locally.', "it is not running"],
     [
       'Couldn\'t find a local dev session for the "Converter" entrypoint of service "storefront-checkout-converter" to proxy to',
       "it is not running",
