@@ -102,6 +102,8 @@ const settings = {
   PUT_LIMIT_PER_MINUTE: positiveInteger(20),
   COMPLETE_LIMIT_PER_MINUTE: positiveInteger(60),
   API_LIMIT_PER_MINUTE: positiveInteger(600),
+  /** Wrong `STORE_MOVE_SECRET` bearers a client IP may send the operator's routes per minute (src/ops/routes.ts). */
+  OPS_SECRET_LIMIT_PER_MINUTE: positiveInteger(10),
   DEFAULT_UPLOAD_LIMIT_BYTES: positiveInteger(100_000_000),
   /** The largest body one request may carry (Workers Free and Pro); larger uploads go in parts. */
   SINGLE_PUT_LIMIT_BYTES: wholeNumber(100_000_000, minPartBytes),

@@ -17,6 +17,14 @@ export function consumeLimit(
   return stub.consume(limit, windowSeconds);
 }
 
+/** Takes back one request of `subject` counted by {@link consumeLimit} in the window still open. */
+export function refundLimit(namespace: Env["RATE_LIMITER"], subject: string, windowSeconds = 60): Promise<void> {
+  return namespace.get(namespace.idFromName(subject)).refund(windowSeconds);
+}
+
+/** The client's IP as Cloudflare gives it: the subject of the per-IP limits. */
+export const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
+
 /**
  * Lease calls to the limiter objects of `namespace`. Build one per request: a stub belongs to the
  * request that made it, and the background refill it serves runs under that same request.

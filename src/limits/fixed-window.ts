@@ -65,6 +65,20 @@ export class FixedWindowCounter {
   }
 
   /**
+   * Takes back one request of `key` from the window still open: one counted before it was known whether it
+   * counts (a right secret, src/ops/routes.ts). Nothing once that window has closed; if a later request has
+   * opened the next one meanwhile, that window is one request short instead (at most one per refund).
+   */
+  refund(key: string, windowMs: number, now = Date.now()): void {
+    this.sql.exec(
+      "UPDATE rate_windows SET count = count - 1 WHERE key = ? AND count > 0 AND ? < started_at + ?",
+      key,
+      now,
+      windowMs,
+    );
+  }
+
+  /**
    * Grants up to `want` calls of `key`'s window at once (at least 1 while any is left), counting them as
    * made: the sum of grants in a window never exceeds `limit`.
    */

@@ -13,6 +13,11 @@ export class RateLimiter extends DurableObject<Env> {
     return this.counter.consume("window", limit, windowSeconds * 1000);
   }
 
+  /** Takes back one request counted by {@link RateLimiter.consume} in the window still open. */
+  refund(windowSeconds: number): void {
+    this.counter.refund("window", windowSeconds * 1000);
+  }
+
   /** Grants an isolate up to `want` calls of the current window to spend locally (the general API limit). */
   lease(limit: number, windowSeconds: number, want: number): LeaseGrant {
     return this.counter.lease("window", limit, windowSeconds * 1000, want);

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { setting } from "../config";
 import type { AppEnv } from "../env";
-import { announceLimit, consumeLimit, limiterObject, rateLimit, tooManyRequests } from "../http/rate-limit";
+import { announceLimit, clientIp, consumeLimit, limiterObject, rateLimit, tooManyRequests } from "../http/rate-limit";
 import type { LimitVerdict } from "../limits/fixed-window";
 
 /*
@@ -13,7 +13,6 @@ import type { LimitVerdict } from "../limits/fixed-window";
  * learns nothing, whether it was right or not.
  */
 
-const clientIp = (c: Context) => c.req.header("CF-Connecting-IP") ?? "unknown";
 const putSubject = (c: Context) => `put:${clientIp(c)}`;
 
 /** The byte PUT's own limit: every attempt of a client IP counts. */

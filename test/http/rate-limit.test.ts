@@ -38,6 +38,19 @@ describe("fixed-window counter", () => {
     expect(verdicts[1]?.resetSeconds).toBe(1);
   });
 
+  it("a refund takes back one request of the open window, and never more than it counted", async () => {
+    const inCounter = counterIn(`unit-${uuid()}`);
+    const verdicts = await inCounter((counter) => {
+      counter.consume("k", 1, 60_000, 0);
+      counter.refund("k", 60_000, 1_000);
+      const afterRefund = counter.consume("k", 1, 60_000, 2_000);
+      counter.refund("k", 60_000, 3_000);
+      counter.refund("k", 60_000, 3_000);
+      return [afterRefund, counter.consume("k", 1, 60_000, 4_000), counter.consume("k", 1, 60_000, 5_000)];
+    });
+    expect(verdicts.map((v) => v.allowed)).toEqual([true, true, false]);
+  });
+
   it("keeps separate keys apart", async () => {
     const inCounter = counterIn(`unit-${uuid()}`);
     const verdicts = await inCounter((counter) => [counter.consume("a", 1, 60_000), counter.consume("b", 1, 60_000)]);
