@@ -7,7 +7,7 @@ import { webhookEvents } from "./db/schema";
 import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
-import { sweepEvents } from "./events/sweep";
+import { dropsExpired, sweepEvents } from "./events/sweep";
 import { ApiError } from "./http/errors";
 import { log } from "./lib/log";
 import { readLiveProduct } from "./products/queries";
@@ -138,12 +138,15 @@ export default {
       }),
     );
   },
-  async scheduled(_controller, env, ctx) {
+  async scheduled(controller, env, ctx) {
     const retentionDays = setting(env, "WEBHOOK_RETENTION_DAYS");
     const queue = env.WEBHOOK_QUEUE as Queue<DeliveryMessage>;
+    const dropExpired = dropsExpired(controller.scheduledTime);
     // Every home database holds events of its stores: each is swept (DB for stores placed before sharding).
     ctx.waitUntil(
-      Promise.all(homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), queue, retentionDays }))),
+      Promise.all(
+        homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), queue, retentionDays, dropExpired })),
+      ),
     );
   },
 } satisfies ExportedHandler<Env, unknown>;

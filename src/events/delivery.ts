@@ -10,8 +10,20 @@ import { signatureHeader } from "./signing";
 export const maxQueueDelaySeconds = 12 * 60 * 60;
 /** A Retry-After beyond a day is read as a day. */
 const maxRetryAfterSeconds = 24 * 60 * 60;
-/** The lease of one attempt outlives its timeout by this much, so a slow write after it is still ours. */
-const leaseSlackMs = 30_000;
+/**
+ * What an attempt's claim adds to `WEBHOOK_TIMEOUT_MS`: the database calls around the POST (reading the
+ * secret, a publish's body, the record after it), which take milliseconds. Short, because the claim is how
+ * long an event waits when its consumer dies mid-attempt (the message comes back and waits for the claim to
+ * end). An attempt that still overruns its claim is harmless: another consumer may post the event again
+ * (at least once), and the record is fenced by the claim, so the overrun attempt cannot overwrite the newer
+ * one's outcome.
+ */
+export const claimSlackMs = 5_000;
+
+/** How long one attempt holds its event: the POST's timeout and {@link claimSlackMs}. */
+export function attemptClaimMs(timeoutMs: number): number {
+  return timeoutMs + claimSlackMs;
+}
 /** A message that could not be processed (D1 unavailable, configuration faulty) comes back after this. */
 export const processingRetrySeconds = 60;
 
@@ -29,9 +41,12 @@ export type DeliveryDeps = {
   liveProduct: (storeId: string, productId: string) => Promise<unknown>;
 };
 
-/** What became of one message: settled (ack it), or to be seen again after `delaySeconds`. */
+/**
+ * What became of one message: settled (ack it), or to be seen again after `delaySeconds`. `superseded`: the
+ * attempt overran its claim and another consumer took the event over, whose message carries it on.
+ */
 export type Outcome =
-  | { kind: "delivered" | "failed" | "gone" }
+  | { kind: "delivered" | "failed" | "gone" | "superseded" }
   | { kind: "retry"; delaySeconds: number }
   | { kind: "wait"; delaySeconds: number };
 
@@ -63,9 +78,11 @@ export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outc
   // A retry later than a queue's longest delay arrives early: it waits again for the rest.
   if (dueInMs > 1000) return { kind: "wait", delaySeconds: Math.ceil(dueInMs / 1000) };
 
+  // The claim's end is also its token: a later claim of the event can only be made after it, so it ends later.
+  const claim = new Date(now.getTime() + attemptClaimMs(deps.timeoutMs));
   const claimed = await deps.db
     .update(webhookEvents)
-    .set({ leaseUntil: new Date(now.getTime() + deps.timeoutMs + leaseSlackMs) })
+    .set({ leaseUntil: claim })
     .where(
       and(
         eq(webhookEvents.id, id),
@@ -94,7 +111,7 @@ export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outc
     },
     body,
   );
-  return record(deps, event, now, answer);
+  return record(deps, event, claim, now, answer);
 }
 
 /**
@@ -174,7 +191,12 @@ function nextStep(
   return { status: "pending", delaySeconds };
 }
 
-async function record(deps: DeliveryDeps, event: EventRow, at: Date, answer: Answer): Promise<Outcome> {
+/**
+ * Records the attempt made under `claim`: its log line, and the event's next step. Only while the claim is
+ * still the event's: an attempt that overran it (another consumer claimed the event since) adds its log line
+ * and nothing else, so it cannot overwrite the newer attempt's outcome or free its claim.
+ */
+async function record(deps: DeliveryDeps, event: EventRow, claim: Date, at: Date, answer: Answer): Promise<Outcome> {
   const step = nextStep(event, answer, deps.schedule);
   const entry: WebhookAttempt = {
     at: at.toISOString(),
@@ -182,8 +204,9 @@ async function record(deps: DeliveryDeps, event: EventRow, at: Date, answer: Ans
     error: answer.error,
     duration_ms: answer.durationMs,
   };
+  const logLine = sql`json_insert(${webhookEvents.attemptLog}, '$[#]', json(${JSON.stringify(entry)}))`;
   const retrying = step.status === "pending";
-  await deps.db
+  const recorded = await deps.db
     .update(webhookEvents)
     .set({
       status: step.status,
@@ -193,10 +216,24 @@ async function record(deps: DeliveryDeps, event: EventRow, at: Date, answer: Ans
       nextAttemptAt: retrying ? new Date(at.getTime() + step.delaySeconds * 1000) : null,
       lastAttemptAt: at,
       lastResponseStatus: answer.status,
-      attemptLog: sql`json_insert(${webhookEvents.attemptLog}, '$[#]', json(${JSON.stringify(entry)}))`,
+      attemptLog: logLine,
       leaseUntil: null,
     })
-    .where(eq(webhookEvents.id, event.id));
+    .where(and(eq(webhookEvents.id, event.id), eq(webhookEvents.leaseUntil, claim)));
+  if (recorded.meta.changes === 0) {
+    // The POST was made: it stays in the attempt log, as every attempt does.
+    await deps.db
+      .update(webhookEvents)
+      .set({ attempts: sql`${webhookEvents.attempts} + 1`, attemptLog: logLine })
+      .where(eq(webhookEvents.id, event.id));
+    log.warn("webhook delivery: an attempt outlived its claim", {
+      event_id: event.id,
+      response_status: answer.status,
+      error: answer.error,
+      duration_ms: answer.durationMs,
+    });
+    return { kind: "superseded" };
+  }
   if (retrying) return { kind: "retry", delaySeconds: step.delaySeconds };
   return { kind: step.status };
 }

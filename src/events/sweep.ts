@@ -6,37 +6,58 @@ import type { DeliveryMessage } from "./records";
 
 /**
  * How late a pending event may be before the sweep re-enqueues it: longer than a queue takes to hand a due
- * message to the consumer, so the sweep adds a message only when the one the event had is lost (its enqueue
- * failed, or it was dropped).
+ * message to the consumer (seconds), so the sweep adds a message only when the one the event had is lost (its
+ * enqueue failed or never ran, or it was dropped), and short, because with the sweep running every minute an
+ * event whose message was lost waits this long plus at most a minute. A message merely later than this (a
+ * queue backlog) gets a duplicate, which costs a queue message, never a second POST: the duplicate finds the
+ * attempt claimed, or not due, or the event settled.
  */
-export const sweepGraceMs = 10 * 60_000;
+export const sweepGraceMs = 30_000;
 /** Events re-enqueued per sweep; more wait for the next run. */
 const sweepLimit = 1000;
 /** Queues take at most 100 messages per sendBatch; D1 binds at most 100 parameters per statement. */
 const chunkSize = 90;
 
+/**
+ * Dropping the events past the retention reads the whole table (`created_at` has no index of its own), and
+ * the retention is counted in days: the sweep does it every this many minutes, not on every run.
+ */
+export const dropExpiredEveryMinutes = 5;
+
+/** Whether the cron run scheduled at `scheduledTime` also drops the events past the retention. */
+export function dropsExpired(scheduledTime: number): boolean {
+  return new Date(scheduledTime).getUTCMinutes() % dropExpiredEveryMinutes === 0;
+}
+
 type SweepDeps = {
   db: Database;
   queue: Queue<DeliveryMessage>;
   retentionDays: number;
+  /** Whether this run drops the events past the retention too (every run unless told; see {@link dropsExpired}). */
+  dropExpired?: boolean;
   now?: () => Date;
 };
 
 /**
- * The periodic sweep: drops events older than the retention, and re-enqueues pending events that are overdue
- * by more than {@link sweepGraceMs} and not held by a consumer. Answers what it did. The events of a store
- * being moved (fenced in this database, src/db/move.ts) are left to the next sweep: their rows may not change.
+ * The periodic sweep (every minute): drops events older than the retention (when `dropExpired`), and
+ * re-enqueues pending events that are overdue by more than {@link sweepGraceMs} and not held by a consumer:
+ * an event whose enqueue was lost, and one whose attempt's consumer died (its claim ended) if its message was
+ * lost too. Answers what it did. The events of a store being moved (fenced in this database, src/db/move.ts)
+ * are left to the next sweep: their rows may not change.
  */
 export async function sweepEvents(deps: SweepDeps): Promise<{ expired: number; requeued: number }> {
   const now = deps.now?.() ?? new Date();
-  const expired = await deps.db
-    .delete(webhookEvents)
-    .where(
-      and(
-        lt(webhookEvents.createdAt, new Date(now.getTime() - deps.retentionDays * 86_400_000)),
-        not(fencedStore(webhookEvents.storeId)),
-      ),
-    );
+  const expired =
+    deps.dropExpired === false
+      ? { meta: { changes: 0 } }
+      : await deps.db
+          .delete(webhookEvents)
+          .where(
+            and(
+              lt(webhookEvents.createdAt, new Date(now.getTime() - deps.retentionDays * 86_400_000)),
+              not(fencedStore(webhookEvents.storeId)),
+            ),
+          );
 
   const overdue = await deps.db
     .select({ id: webhookEvents.id })

@@ -4,6 +4,7 @@ import { Webhook } from "standardwebhooks";
 import { describe, expect, it, vi } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import {
+  attemptClaimMs,
   type DeliveryDeps,
   deliverEvent,
   handleDeadLetters,
@@ -13,13 +14,23 @@ import {
 } from "../../src/events/delivery";
 import { insertEvent, newEvent } from "../../src/events/records";
 import { rotateStoreSecret } from "../../src/events/secrets";
-import { sweepEvents } from "../../src/events/sweep";
+import { sweepEvents, sweepGraceMs } from "../../src/events/sweep";
 import { db, deliveryDeps, fakeReceiver, hookUrl, pendingEvent, recordingQueue, storedEvent } from "../support/events";
 import { seedStore, uuid } from "../support/factories";
 import { captureServiceLogs } from "../support/logs";
+import { poll } from "../support/poll";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 const logs = captureServiceLogs();
+
+/** A promise the test settles by hand. */
+function deferred<T>() {
+  let resolve: (value: T) => void = () => {};
+  const promise = new Promise<T>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
+}
 
 let messageCounter = 0;
 /** Runs the consumer on one batch of messages for `ids` and answers the queue's ack / retry result. */
@@ -232,6 +243,77 @@ describe("faults", () => {
     logs.expectLogged("warn", { message: "webhook queue: delivery could not be processed", event_id: event.id });
   });
 
+  it("a consumer cut between its POST and its record: the event is tried again once its claim ends, WEBHOOK_TIMEOUT_MS plus a few seconds", async () => {
+    expect(attemptClaimMs(15_000)).toBeLessThan(30_000);
+    const { event } = await pendingEvent();
+    const receiver = fakeReceiver(() => new Response("ok"));
+    let clock = Date.now();
+    const base = deliveryDeps({ fetch: receiver.fetch, now: () => new Date(clock) });
+    // The runtime dies right after the POST: the attempt is never recorded, and its message comes back.
+    const cut = new Proxy(base.db, {
+      get(target, key, proxy) {
+        const value = Reflect.get(target, key, proxy);
+        if (key !== "update" || typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          if (receiver.received.length > 0) throw new Error("the runtime died");
+          return value.apply(target, args);
+        };
+      },
+    });
+    await consume([event.id], { ...base, db: cut });
+    expect(receiver.received).toHaveLength(1);
+
+    // The message comes back while the claim holds: it waits exactly for the rest of the claim.
+    clock += 1000;
+    const early = await consume([event.id], base, 2);
+    expect(early.retryMessages.map((m) => m.delaySeconds)).toEqual([
+      Math.ceil((attemptClaimMs(base.timeoutMs) - 1000) / 1000),
+    ]);
+    expect(receiver.received).toHaveLength(1);
+
+    clock += attemptClaimMs(base.timeoutMs) - 1000 + 1;
+    expect(attemptClaimMs(base.timeoutMs)).toBeLessThanOrEqual(base.timeoutMs + 10_000);
+    const again = await consume([event.id], base, 3);
+    expect(again.explicitAcks).toHaveLength(1);
+    expect(receiver.received.map((r) => r.headers.get("webhook-id"))).toEqual([event.id, event.id]);
+    expect((await storedEvent(event.id))?.status).toBe("delivered");
+  });
+
+  it("an attempt that outlived its claim cannot overwrite the attempt that took over: its POST is logged, its outcome is not", async () => {
+    const { event } = await pendingEvent();
+    const start = Date.now();
+    const slowAnswer = deferred<Response>();
+    const slow = fakeReceiver(() => slowAnswer.promise);
+    const stale = deliverEvent(deliveryDeps({ fetch: slow.fetch, now: () => new Date(start) }), event.id);
+    await poll(
+      () => slow.received.length,
+      (count) => count === 1,
+      { what: "the slow attempt's POST" },
+    );
+
+    // Long past the slow attempt's claim, another consumer takes the event and delivers it.
+    const later = start + 60_000;
+    const fast = fakeReceiver(() => new Response("ok"));
+    expect(await deliverEvent(deliveryDeps({ fetch: fast.fetch, now: () => new Date(later) }), event.id)).toEqual({
+      kind: "delivered",
+    });
+
+    // The slow attempt wakes up with a 500: the event stays delivered, with both POSTs in its log.
+    slowAnswer.resolve(new Response(null, { status: 500 }));
+    expect(await stale).toEqual({ kind: "superseded" });
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({
+      status: "delivered",
+      nextAttemptAt: null,
+      leaseUntil: null,
+      retriesUsed: 0,
+      lastResponseStatus: 200,
+      attempts: 2,
+    });
+    expect(stored?.attemptLog.map((entry) => entry.response_status).sort()).toEqual([200, 500]);
+    logs.expectLogged("warn", { message: "webhook delivery: an attempt outlived its claim", event_id: event.id });
+  });
+
   it("while one consumer holds an attempt, another message for the event waits instead of posting twice", async () => {
     const { event } = await pendingEvent();
     const now = Date.now();
@@ -262,6 +344,35 @@ describe("faults", () => {
     const receiver = fakeReceiver(() => new Response("ok"));
     await consume([event.id], deliveryDeps({ fetch: receiver.fetch, now: () => later }));
     expect((await storedEvent(event.id))?.status).toBe("delivered");
+  });
+
+  it("an event whose enqueue was lost is re-enqueued by a sweep 45 seconds after it was due, not before the grace", async () => {
+    expect(sweepGraceMs).toBeLessThanOrEqual(45_000);
+    const { event } = await pendingEvent();
+    const due = event.createdAt.getTime();
+    const { sent, queue } = recordingQueue();
+    await sweepEvents({ db: db(), queue, retentionDays: 30, now: () => new Date(due + sweepGraceMs - 1000) });
+    expect(sent.filter((m) => m.id === event.id)).toEqual([]);
+    await sweepEvents({ db: db(), queue, retentionDays: 30, now: () => new Date(due + 45_000) });
+    expect(sent.filter((m) => m.id === event.id)).toEqual([{ id: event.id }]);
+  });
+
+  it("an attempt whose consumer died (claim expired, message lost) is re-enqueued by the next sweep; a held claim is left alone", async () => {
+    const { event: dead } = await pendingEvent();
+    const { event: held } = await pendingEvent();
+    const due = dead.createdAt.getTime();
+    await db()
+      .update(webhookEvents)
+      .set({ leaseUntil: new Date(due + attemptClaimMs(1000)) })
+      .where(eq(webhookEvents.id, dead.id));
+    await db()
+      .update(webhookEvents)
+      .set({ leaseUntil: new Date(due + 10 * 60_000) })
+      .where(eq(webhookEvents.id, held.id));
+    const { sent, queue } = recordingQueue();
+    await sweepEvents({ db: db(), queue, retentionDays: 30, now: () => new Date(due + 45_000) });
+    expect(sent.filter((m) => m.id === dead.id)).toEqual([{ id: dead.id }]);
+    expect(sent.filter((m) => m.id === held.id)).toEqual([]);
   });
 
   it("the sweep drops events older than WEBHOOK_RETENTION_DAYS", async () => {
