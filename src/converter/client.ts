@@ -31,16 +31,15 @@ function causeOf(error: unknown): string {
 }
 
 /**
- * Calls the converter through the API Worker's binding. Any failure (no binding, the converter not running,
+ * Calls the converter through the API Worker's binding (`env.CONVERTER`). Any failure (no binding, the converter not running,
  * an exception in it, its isolate out of CPU or memory) is logged with the runtime's words and thrown as a
  * {@link ConverterUnavailableError} naming the cause.
  */
 export async function askConverter<T>(
-  env: Pick<Env, "CONVERTER">,
+  binding: ConverterService | undefined,
   context: Record<string, unknown>,
   ask: (converter: ConverterService) => Promise<T>,
 ): Promise<T> {
-  const binding: ConverterService | undefined = env.CONVERTER;
   if (!binding) throw new ConverterUnavailableError("the API Worker has no CONVERTER binding");
   try {
     return await ask(binding);

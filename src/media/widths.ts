@@ -128,7 +128,7 @@ async function hostedSize(ask: WidthRequest, hosted: R2Object): Promise<{ width:
   const width = Number(hosted.customMetadata?.width);
   const height = Number(hosted.customMetadata?.height);
   if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
-  const header = await askConverter(ask.env, { upload_id: ask.uploadId }, (converter) =>
+  const header = await askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId }, (converter) =>
     converter.describe(hosted.key),
   );
   return header && !header.animated ? { width: header.width, height: header.height } : null;
@@ -265,7 +265,7 @@ async function finish(ask: WidthRequest, claimKey: string, attempt: number, made
 async function make(ask: WidthRequest, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
   const { hostedKey, size } = variant;
   generations += 1;
-  const made = await askConverter(ask.env, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
+  const made = await askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
     converter.makeWidth({ source: hostedKey, ...size }),
   );
   if ("missing" in made) throw new Error(`hosted image missing at ${hostedKey}`);

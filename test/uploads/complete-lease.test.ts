@@ -1,13 +1,14 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ConverterService } from "../../src/converter/contract";
+import { createDb } from "../../src/db/client";
 import { stagedKey } from "../../src/storage/keys";
 import { completeUpload } from "../../src/uploads/complete/complete";
 import { leaseRenewalMs, whileHoldingLease } from "../../src/uploads/complete/lease";
 import type { CoordinatorStub } from "../../src/uploads/coordinator/client";
-import type { CompleteTicket } from "../../src/uploads/coordinator/store-coordinator";
 import { completeLeaseMs } from "../../src/uploads/upload-state";
 import { seedStore } from "../support/factories";
-import { isoMedia } from "../support/media-bytes";
+import { png } from "../support/media-bytes";
 import { stage } from "../support/uploads";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -86,24 +87,33 @@ describe("the renewal of a complete's lease (whileHoldingLease)", () => {
 });
 
 describe("completeUpload holds its lease while it works", () => {
-  it("a complete whose hosting takes six minutes keeps the upload (a concurrent complete is refused 409) and then finishes it", async () => {
-    const { storeId, reservation } = await stage(isoMedia("isom"), { content_type: "video/mp4" }, await seedStore());
+  it("a complete whose conversion takes six minutes keeps the upload (a concurrent complete is refused 409) and then finishes it", async () => {
+    const { storeId, reservation } = await stage(await png(32, 24), { content_type: "image/png" }, await seedStore());
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"], now: Date.now() });
     const { stub, renewals } = watchingRenewals(coordinatorOf(storeId));
-    const begun = await stub.beginComplete(reservation.id);
-    expect(begun.ok).toBe(true);
-    const ticket = (begun.ok ? begun.upload : null) as CompleteTicket;
-    const hosting = deferred<void>();
-    const hosted = { name: "plik.bin", file_url: "https://media.example/x.mp4", type: "video" as const };
-    const completing = completeUpload(stub, ticket, {
-      checkLimit: async () => {},
-      assemble: async () => {},
-      host: async (beforeWrite) => {
-        await beforeWrite(`media/${storeId}/${reservation.id}.mp4`);
-        await hosting.promise;
-        return { hosted };
+    const converting = deferred<void>();
+    // The real converter, answering only once the test lets it.
+    const slowConverter: ConverterService = {
+      convert: async (job) => {
+        await converting.promise;
+        return env.CONVERTER.convert(job);
       },
-    });
+      makeWidth: (job) => env.CONVERTER.makeWidth(job),
+      describe: (key) => env.CONVERTER.describe(key),
+    };
+    const completing = completeUpload(
+      {
+        coordinator: stub,
+        bucket: env.BUCKET,
+        db: createDb(env.DB),
+        converter: slowConverter,
+        requestId: "lease-test",
+        urls: { mediaBaseUrl: "https://media.example", origin: "https://checkout.example" },
+        settings: { defaultUploadLimit: () => 100_000_000, maxImageEdge: () => 2560 },
+      },
+      storeId,
+      reservation.id,
+    );
 
     for (let elapsed = 0; elapsed < 6 * 60_000; elapsed += leaseRenewalMs) {
       await vi.advanceTimersByTimeAsync(leaseRenewalMs);
@@ -115,11 +125,15 @@ describe("completeUpload holds its lease while it works", () => {
     });
     expect(renewals.length).toBeGreaterThanOrEqual((6 * 60_000) / leaseRenewalMs);
 
-    hosting.resolve();
-    expect(await completing).toEqual(hosted);
+    converting.resolve();
+    expect(await completing).toMatchObject({
+      file_url: `https://media.example/${storeId}/${reservation.id}.webp`,
+      width: 32,
+      height: 24,
+    });
     const status = await stub.status(reservation.id);
     expect(status?.upload).toMatchObject({ state: "completed", leaseUntil: null });
-    // The staged bytes are untouched by this stand-in hosting; the upload is simply completed.
-    expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).not.toBeNull();
+    // The WebP is hosted; the staged bytes are gone.
+    expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).toBeNull();
   });
 });

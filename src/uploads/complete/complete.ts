@@ -1,34 +1,47 @@
+import type { ConverterService } from "../../converter/contract";
+import type { Database } from "../../db/client";
 import { ApiError } from "../../http/errors";
 import { log } from "../../lib/log";
 import { stagedKey } from "../../storage/keys";
 import { type CoordinatorStub, unwrap } from "../coordinator/client";
 import type { CompleteTicket } from "../coordinator/store-coordinator";
 import { uploadMessages } from "../messages";
+import { storeUploadLimit } from "../store-limit";
 import type { CompleteOutcome, HostedFile } from "../upload-state";
+import { hostUpload } from "./hosting";
 import { whileHoldingLease } from "./lease";
 
-/** The steps of a complete between its begin and its finish, each over its own storage. */
-type CompleteSteps = {
-  /** Refuses (422) an upload whose size is outside the store's limit as it is now (D1). */
-  checkLimit(): Promise<void>;
-  /** Assembles a multipart upload's parts into its staged object (R2 upload `r2UploadId`). */
-  assemble(r2UploadId: string): Promise<void>;
-  /** Hosts the staged bytes (R2, the conversion); `beforeWrite` records the hosted key before anything is written there. */
-  host(beforeWrite: (hostedKey: string) => Promise<void>): Promise<CompleteOutcome>;
+/**
+ * What a complete works with, each passed in: the store's coordinator, the bucket, the database (the store's
+ * upload limit), the converter Worker's binding (undefined when the deployment has none: a still image then
+ * answers 503), where hosted files are found, and the settings it reads at the step that needs them, so a
+ * malformed one fails only the completes that reach it.
+ */
+export type CompleteDeps = {
+  coordinator: CoordinatorStub;
+  bucket: R2Bucket;
+  db: Database;
+  converter: ConverterService | undefined;
+  requestId: string;
+  /** Base of public media URLs (no trailing slash), and the origin of private-file locators. */
+  urls: { mediaBaseUrl: string; origin: string };
+  settings: { defaultUploadLimit(): number; maxImageEdge(): number };
 };
 
 /**
- * Runs a complete the coordinator has begun and records its outcome there: 422 when the size is outside
- * the store's limit or the bytes cannot be hosted; a multipart upload's parts are assembled first. Any
- * other failure hands the upload back as `stored` (or, parts not assembled, `reserved` with its parts).
- * The complete's lease is renewed while it runs (lease.ts), and every call presents its attempt: once a
- * later complete took the upload over, this one's calls are refused and change nothing.
+ * A complete, whole: the coordinator's begin (404/410/409), the store's limit (422; read from D1 beside the
+ * begin, one round trip of latency, not two), a multipart upload's assembly, the hosting (hosting.ts: still
+ * images converted by the converter Worker, everything else hosted in place), and the outcome recorded with
+ * the coordinator: 422 when the bytes cannot be hosted. Any other failure hands the upload back as `stored`
+ * (or, parts not assembled, `reserved` with its parts). The complete's lease is renewed while it runs
+ * (lease.ts), and every call presents its attempt: once a later complete took the upload over, this one's
+ * calls are refused and change nothing.
  */
-export async function completeUpload(
-  coordinator: CoordinatorStub,
-  upload: CompleteTicket,
-  steps: CompleteSteps,
-): Promise<HostedFile> {
+export async function completeUpload(deps: CompleteDeps, storeId: string, uploadId: string): Promise<HostedFile> {
+  const { coordinator } = deps;
+  const limit = storeUploadLimit(deps.db, storeId, deps.settings.defaultUploadLimit);
+  limit.catch(() => {}); // awaited at its step, unless begin refuses first
+  const upload = unwrap(await coordinator.beginComplete(uploadId), uploadId);
   const attempt = upload.completeAttempt;
   const renew = async () => (await coordinator.renewComplete(upload.id, attempt)).ok;
   return whileHoldingLease(
@@ -38,14 +51,12 @@ export async function completeUpload(
       let assembled = r2UploadId === null;
       let outcome: CompleteOutcome;
       try {
-        await steps.checkLimit();
+        checkWithinLimit(upload.size, await limit);
         if (r2UploadId !== null) {
-          await steps.assemble(r2UploadId);
+          await assembleParts(deps.bucket, storeId, upload, r2UploadId, deps.requestId);
           assembled = true;
         }
-        outcome = await steps.host(async (hostedKey) => {
-          unwrap(await coordinator.recordHostedKey(upload.id, attempt, hostedKey), upload.id);
-        });
+        outcome = await hostUpload({ ...deps, attempt }, storeId, upload);
       } catch (error) {
         await coordinator.abandonComplete(upload.id, attempt, assembled);
         throw error;
@@ -63,7 +74,7 @@ export async function completeUpload(
  * 404/410/409 refusals, and not remembered as the bytes' failure: once the limit is raised again, a retry
  * hosts them.
  */
-export function checkWithinLimit(size: number, limit: number): void {
+function checkWithinLimit(size: number, limit: number): void {
   if (size > limit) throw new ApiError(422, uploadMessages.sizeOverLimit(size, limit));
 }
 
@@ -72,7 +83,7 @@ export function checkWithinLimit(size: number, limit: number): void {
  * storage fails. A complete that died after R2 assembled them left the object behind and R2's upload
  * finished: that object, if it has the upload's size, is the assembly.
  */
-export async function assembleParts(
+async function assembleParts(
   bucket: R2Bucket,
   storeId: string,
   upload: Pick<CompleteTicket, "id" | "size" | "parts">,

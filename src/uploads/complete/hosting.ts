@@ -1,6 +1,9 @@
-import type { ConvertJob, ConvertOutcome } from "../../converter/contract";
+import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds } from "../../converter/client";
+import type { ConverterService, ConvertJob, ConvertOutcome } from "../../converter/contract";
+import { ApiError } from "../../http/errors";
 import { inPlaceMetadata } from "../../storage/in-place";
 import { mediaKey, privateFileKey, stagedKey } from "../../storage/keys";
+import { type CoordinatorStub, unwrap } from "../coordinator/client";
 import { uploadMessages } from "../messages";
 import { fileKind, type Sniffed, sniff, sniffBytes } from "../sniff";
 import type { CompleteOutcome, HostedFile, UploadRecord } from "../upload-state";
@@ -11,21 +14,23 @@ type Hostable = Exclude<Sniffed, { kind: "heif" }>;
 /** The staged object's metadata and its first bytes (what sniffing reads). */
 type StagedHead = { object: R2Object; head: Uint8Array };
 
+/** What hosting uses, passed in by complete (complete.ts). */
 type HostingDeps = {
   bucket: R2Bucket;
-  /** The converter Worker's `convert` (src/converter/client.ts): still images become WebP there, not here. */
-  convert: (job: ConvertJob) => Promise<ConvertOutcome>;
-  /** Long edge of converted images (`MAX_IMAGE_EDGE`). */
-  maxImageEdge: number;
-  /** Base of public media URLs, without a trailing slash. */
-  mediaBaseUrl: string;
-  /** Origin of private-file locators. */
-  origin: string;
   /**
-   * Called with the hosted key before anything is written there, so that what a complete that never
-   * finishes wrote is removed with the upload's staged bytes when its reservation lapses.
+   * The store's coordinator and this complete's attempt: every key is recorded with it before anything is
+   * written there, so that what a complete that never finishes wrote is removed with the upload's staged
+   * bytes when its reservation lapses.
    */
-  beforeWrite: (hostedKey: string) => Promise<void>;
+  coordinator: CoordinatorStub;
+  attempt: number;
+  /** The converter Worker's binding: still images become WebP there, not here. */
+  converter: ConverterService | undefined;
+  requestId: string;
+  /** Base of public media URLs (no trailing slash), and the origin of private-file locators. */
+  urls: { mediaBaseUrl: string; origin: string };
+  /** Long edge of converted images (`MAX_IMAGE_EDGE`), read only for a still image. */
+  settings: { maxImageEdge(): number };
 };
 
 /** Filename safe inside a URL path segment: no separators or control characters, bounded length. */
@@ -46,7 +51,29 @@ function privateFileUrl(origin: string, storeId: string, uploadId: string, filen
 
 /** The public URL of hosted media. */
 function publicMediaUrl(deps: HostingDeps, storeId: string, uploadId: string, ext: string): string {
-  return `${deps.mediaBaseUrl}/${storeId}/${uploadId}.${ext}`;
+  return `${deps.urls.mediaBaseUrl}/${storeId}/${uploadId}.${ext}`;
+}
+
+/** Records `hostedKey` as the upload's with the coordinator, before anything is written there. */
+async function recordHostedKey(deps: HostingDeps, uploadId: string, hostedKey: string): Promise<void> {
+  unwrap(await deps.coordinator.recordHostedKey(uploadId, deps.attempt, hostedKey), uploadId);
+}
+
+/**
+ * Has the converter Worker convert a still image; a converter missing or failing is 503 naming the cause,
+ * with Retry-After, and leaves the upload as it was for a retry.
+ */
+async function convertStill(deps: HostingDeps, uploadId: string, job: ConvertJob): Promise<ConvertOutcome> {
+  try {
+    return await askConverter(deps.converter, { request_id: deps.requestId, upload_id: uploadId }, (converter) =>
+      converter.convert(job),
+    );
+  } catch (error) {
+    if (!(error instanceof ConverterUnavailableError)) throw error;
+    throw new ApiError(503, uploadMessages.converterUnavailable(error.reason), undefined, {
+      "Retry-After": String(converterRetryAfterSeconds),
+    });
+  }
 }
 
 /**
@@ -106,8 +133,14 @@ async function readHead(bucket: R2Bucket, key: string): Promise<StagedHead | nul
  * Hosts the staged bytes unchanged at `hostedKey` without moving them: an empty object there names them
  * (in-place.ts). Written again by a retried complete, it names the same bytes.
  */
-async function hostInPlace(deps: HostingDeps, staged: StagedHead, hostedKey: string, options: R2PutOptions) {
-  await deps.beforeWrite(hostedKey);
+async function hostInPlace(
+  deps: HostingDeps,
+  staged: StagedHead,
+  uploadId: string,
+  hostedKey: string,
+  options: R2PutOptions,
+) {
+  await recordHostedKey(deps, uploadId, hostedKey);
   await deps.bucket.put(hostedKey, null, {
     ...options,
     customMetadata: { ...options.customMetadata, ...inPlaceMetadata(staged.object) },
@@ -123,13 +156,13 @@ async function hostPrivately(
 ): Promise<HostedFile> {
   const contentType =
     "mime" in sniffed ? sniffed.mime : sniffed.kind === "svg" ? "image/svg+xml" : "application/octet-stream";
-  await hostInPlace(deps, staged, privateFileKey(storeId, upload.id), {
+  await hostInPlace(deps, staged, upload.id, privateFileKey(storeId, upload.id), {
     httpMetadata: { contentType },
     customMetadata: { filename: upload.filename, kind: fileKind(sniffed) },
   });
   return {
     name: upload.filename,
-    file_url: privateFileUrl(deps.origin, storeId, upload.id, upload.filename),
+    file_url: privateFileUrl(deps.urls.origin, storeId, upload.id, upload.filename),
     type: fileKind(sniffed),
   };
 }
@@ -149,7 +182,7 @@ async function hostAsMedia(
       return { unhostable: uploadMessages.notMedia };
     case "video":
     case "animated": {
-      await hostInPlace(deps, staged, mediaKey(storeId, upload.id, sniffed.ext), {
+      await hostInPlace(deps, staged, upload.id, mediaKey(storeId, upload.id, sniffed.ext), {
         httpMetadata: { contentType: sniffed.mime },
       });
       return {
@@ -162,12 +195,12 @@ async function hostAsMedia(
       const webp = mediaKey(storeId, upload.id, "webp");
       // Recorded before the converter may write there: a complete that never finishes leaves nothing at the
       // key that the upload's expiry would not remove.
-      await deps.beforeWrite(webp);
-      const outcome = await deps.convert({
+      await recordHostedKey(deps, upload.id, webp);
+      const outcome = await convertStill(deps, upload.id, {
         source: staged.object.key,
         target: webp,
         format: sniffed.format,
-        maxEdge: deps.maxImageEdge,
+        maxEdge: deps.settings.maxImageEdge(),
       });
       if ("missing" in outcome) throw new Error(`staged bytes missing at ${staged.object.key}`);
       if ("refused" in outcome)
@@ -176,7 +209,7 @@ async function hostAsMedia(
         };
       if ("animated" in outcome) {
         // A GIF of more than one frame (the converter walked its blocks): hosted unchanged, as an animation.
-        await hostInPlace(deps, staged, mediaKey(storeId, upload.id, sniffed.ext), {
+        await hostInPlace(deps, staged, upload.id, mediaKey(storeId, upload.id, sniffed.ext), {
           httpMetadata: { contentType: sniffed.mime },
         });
         return { name: upload.filename, file_url: publicUrl(sniffed.ext), type: "image" };

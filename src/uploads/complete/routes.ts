@@ -1,19 +1,13 @@
 import { setting } from "../../config";
-import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds } from "../../converter/client";
-import type { ConvertJob } from "../../converter/contract";
 import type { GuardedEnv } from "../../http/auth";
 import { inBackground } from "../../http/background";
-import { ApiError } from "../../http/errors";
 import { rateLimit } from "../../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { HostedFileSchema, mediaWrite, retryLater, UploadParams } from "../api-schemas";
-import { storeCoordinator, unwrap } from "../coordinator/client";
-import { uploadMessages } from "../messages";
+import { storeCoordinator } from "../coordinator/client";
 import { publishedFile } from "../srcset";
-import { storeUploadLimit } from "../store-limit";
-import { assembleParts, checkWithinLimit, completeUpload } from "./complete";
-import { hostUpload } from "./hosting";
+import { completeUpload } from "./complete";
 
 /** The store's complete limit, counted by its coordinator after the guard's general limit. */
 const completeLimit = rateLimit<GuardedEnv<"required">>(
@@ -47,40 +41,27 @@ const completeRoute = bearerRoute({
   },
 });
 
-/** Complete: the coordinator's begin and finish around the limit check, the assembly and the hosting. */
+/** Complete: validated here, run by `completeUpload` (complete.ts), answered with the result's srcset. */
 export const completeRoutes = createRouter().openapi(completeRoute, async (c) => {
   const { id } = c.req.valid("param");
   const storeId = c.var.caller.storeId;
-  const bucket = c.env.BUCKET;
-  const coordinator = storeCoordinator(c.env, storeId);
   const widths = setting(c.env, "IMAGE_WIDTHS"); // read first: a malformed list changes nothing
-  // The limit's D1 read goes beside the coordinator's begin (one round trip of latency, not two); it is
-  // looked at only at its step, after begin's 404/410/409.
-  const limit = storeUploadLimit(c.var.db, storeId, () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES"));
-  limit.catch(() => {}); // awaited at its step, unless begin refuses first
-  const upload = unwrap(await coordinator.beginComplete(id), id);
-  const completing = completeUpload(coordinator, upload, {
-    checkLimit: async () => checkWithinLimit(upload.size, await limit),
-    assemble: (r2UploadId) => assembleParts(bucket, storeId, upload, r2UploadId, c.get("requestId")),
-    host: (beforeWrite) => {
-      const maxImageEdge = setting(c.env, "MAX_IMAGE_EDGE");
-      const origin = new URL(c.req.url).origin;
-      const convert = (job: ConvertJob) =>
-        askConverter(c.env, { request_id: c.get("requestId"), upload_id: id }, (converter) =>
-          converter.convert(job),
-        ).catch((error) => {
-          if (!(error instanceof ConverterUnavailableError)) throw error;
-          throw new ApiError(503, uploadMessages.converterUnavailable(error.reason), undefined, {
-            "Retry-After": String(converterRetryAfterSeconds),
-          });
-        });
-      return hostUpload(
-        { bucket, convert, maxImageEdge, mediaBaseUrl: mediaBaseUrl(c.env, c.req.url), origin, beforeWrite },
-        storeId,
-        upload,
-      );
+  const completing = completeUpload(
+    {
+      coordinator: storeCoordinator(c.env, storeId),
+      bucket: c.env.BUCKET,
+      db: c.var.db,
+      converter: c.env.CONVERTER,
+      requestId: c.get("requestId"),
+      urls: { mediaBaseUrl: mediaBaseUrl(c.env, c.req.url), origin: new URL(c.req.url).origin },
+      settings: {
+        defaultUploadLimit: () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES"),
+        maxImageEdge: () => setting(c.env, "MAX_IMAGE_EDGE"),
+      },
     },
-  });
+    storeId,
+    id,
+  );
   inBackground(c, completing); // nor a client gone mid-conversion `processing`
   return c.json(publishedFile(await completing, widths), 201);
 });
