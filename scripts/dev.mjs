@@ -18,7 +18,17 @@ const port = Number(takeOption(passThrough, "--port") ?? 8787);
 const persistTo = takeOption(passThrough, "--persist-to");
 const demo = JSON.parse(await readFile(new URL("../fixtures/demo.json", import.meta.url), "utf8"));
 
-const server = await startDevServer({
+let server = null;
+// Whatever ends this process ends both Workers with it: a crash here never leaves them serving.
+for (const event of ["uncaughtException", "unhandledRejection"]) {
+  process.on(event, async (error) => {
+    console.error(error);
+    await server?.stop();
+    process.exit(1);
+  });
+}
+
+server = await startDevServer({
   port,
   persistTo,
   extraArgs: passThrough,

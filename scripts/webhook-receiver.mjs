@@ -52,7 +52,15 @@ export async function startReceiver({ port = 0, secrets, answer, log = () => {} 
     log(`${duplicate ? "duplicate" : "received"} ${id} ${event.type} → ${status}`);
     response.writeHead(status, extra).end();
   });
-  await new Promise((resolve) => server.listen(port, "127.0.0.1", resolve));
+  // A port taken (another checkout's receiver) rejects here, for the caller to decide, rather than an
+  // unhandled 'error' event ending the process.
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
   const { port: bound } = server.address();
   return {
     url: `http://127.0.0.1:${bound}`,
