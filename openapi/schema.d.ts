@@ -435,7 +435,7 @@ export interface paths {
     put?: never;
     /**
      * Redeliver a webhook event
-     * @description One new attempt soon, with the same `webhook-id` (receivers that already have it drop it). A failed or delivered event is pending again for that one attempt; a pending one is due at once. The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
+     * @description One new attempt soon, with the same `webhook-id` (receivers that already have it drop it). A failed or delivered event is pending again for that one attempt; a pending one is due at once. An event whose `url` may not be sent to (not `https:`, with credentials, or a host on this machine or a private network) answers 422 and stays as it was. The store is `X-Service-Store`, or the token's only store; a token of several stores must send the header.
      */
     post: operations["redeliverWebhookEvent"];
     delete?: never;
@@ -2484,7 +2484,7 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Storage could not assemble the parts; they are as they were, and complete may be retried */
+      /** @description Storage could not assemble the parts, or the image converter is unavailable (the message names the cause); the upload is as it was, and complete may be retried after `Retry-After` seconds */
       503: {
         headers: {
           [name: string]: unknown;
@@ -2924,6 +2924,15 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */

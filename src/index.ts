@@ -8,6 +8,7 @@ import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
 import { dropsExpired, sweepEvents } from "./events/sweep";
+import { targetRefusal } from "./events/targets";
 import { ApiError } from "./http/errors";
 import { log } from "./lib/log";
 import { readLiveProduct } from "./products/queries";
@@ -133,6 +134,7 @@ export default {
           db,
           fetch: (input, init) => fetch(input, init),
           liveProduct: (storeId, productId) => liveProductOrNull(db, storeId, productId),
+          targetRefusal: (url) => targetRefusal(url, () => setting(env, "WEBHOOK_ALLOW_HTTP")),
           ...settings,
         });
       }),

@@ -39,6 +39,11 @@ export type DeliveryDeps = {
    * the batch and the answer); null when it is no longer readable.
    */
   liveProduct: (storeId: string, productId: string) => Promise<unknown>;
+  /**
+   * Why the event's stored URL may not be fetched (targets.ts), or null: asked before every attempt, so an
+   * event made under an older rule, or while a development setting was on, is never sent where it may not go.
+   */
+  targetRefusal: (url: string) => string | null;
 };
 
 /**
@@ -96,6 +101,9 @@ export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outc
     return { kind: "wait", delaySeconds: Math.max(1, Math.ceil(leaseMs / 1000)) };
   }
 
+  const refused = deps.targetRefusal(event.url);
+  if (refused !== null) return refuseTarget(deps, event, claim, now, refused);
+
   const body = event.body ?? (await rebuildBody(deps, event));
   const secrets = signingSecrets(secretRows[0] ?? (await storeSecretRow(deps.db, event.storeId, now)), now);
   const timestamp = Math.floor(now.getTime() / 1000);
@@ -112,6 +120,37 @@ export async function deliverEvent(deps: DeliveryDeps, id: string): Promise<Outc
     body,
   );
   return record(deps, event, claim, now, answer);
+}
+
+/**
+ * Ends an event whose URL may not be fetched: `failed` without a request (a redelivery is refused too), one
+ * attempt-log line saying why. Written only while `claim` is still the event's, like an attempt's record.
+ */
+async function refuseTarget(
+  deps: DeliveryDeps,
+  event: EventRow,
+  claim: Date,
+  at: Date,
+  reason: string,
+): Promise<Outcome> {
+  const entry: WebhookAttempt = {
+    at: at.toISOString(),
+    response_status: null,
+    error: `not sent: ${reason}`,
+    duration_ms: 0,
+  };
+  await deps.db
+    .update(webhookEvents)
+    .set({
+      status: "failed",
+      finalAttempt: false,
+      nextAttemptAt: null,
+      leaseUntil: null,
+      attemptLog: sql`json_insert(${webhookEvents.attemptLog}, '$[#]', json(${JSON.stringify(entry)}))`,
+    })
+    .where(and(eq(webhookEvents.id, event.id), eq(webhookEvents.leaseUntil, claim)));
+  log.warn("webhook event: target refused, not sent", { event_id: event.id, reason });
+  return { kind: "failed" };
 }
 
 /**

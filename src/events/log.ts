@@ -8,6 +8,7 @@ type EventRow = typeof webhookEvents.$inferSelect;
 export const eventMessages = {
   invalidEventId: "Invalid event ID.",
   notFound: (id: string) => `Webhook event with ID ${id} not found`,
+  targetRefused: (reason: string) => `The event's url may not be sent to: ${reason}.`,
 } as const;
 
 type EventFilters = { status?: WebhookEventStatus; type?: EventRow["type"]; productId?: string };

@@ -2,6 +2,7 @@ import { and, eq, getTableColumns, isNull, sql } from "drizzle-orm";
 import { setting } from "../config";
 import type { Database } from "../db/client";
 import { webhookEvents, webhookEventTypes } from "../db/schema";
+import { targetRefusal } from "./targets";
 
 export const eventTypes = webhookEventTypes;
 type EventType = (typeof eventTypes)[number];
@@ -25,18 +26,17 @@ export type DeliveryMessage = { id: string };
 const newEventId = () => `evt_${crypto.randomUUID()}`;
 
 /**
- * Where an event about the product goes: its `webhook_url` when that is an `https:` URL (or `http:` with
- * `WEBHOOK_ALLOW_HTTP=on`); null, empty or anything else makes no event. The setting is read only for an
- * `http:` URL, so a malformed value fails only the changes that would need it.
+ * Where an event about the product goes: its `webhook_url` when that may be sent to (targets.ts: `https:`,
+ * no credentials, not this machine or a private network; with `WEBHOOK_ALLOW_HTTP=on` also `http:` and local
+ * hosts); null, empty or anything else makes no event. The setting is read only for a URL that needs it, so a
+ * malformed value fails only the changes that would.
  */
 export function eventTarget(env: Env, webhookUrl: unknown): string | null {
   if (typeof webhookUrl !== "string") return null;
   const text = webhookUrl.trim();
   if (text === "" || !URL.canParse(text)) return null;
   const url = new URL(text);
-  if (url.protocol === "https:") return url.href;
-  if (url.protocol === "http:" && setting(env, "WEBHOOK_ALLOW_HTTP")) return url.href;
-  return null;
+  return targetRefusal(url, () => setting(env, "WEBHOOK_ALLOW_HTTP")) === null ? url.href : null;
 }
 
 /** The Standard Webhooks body: `{type, timestamp, data}`, the same bytes on every attempt. */

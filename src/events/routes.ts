@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { setting } from "../config";
 import { webhookEventStatuses } from "../db/schema";
+import { ApiError } from "../http/errors";
 import { integerQuery, Pagination, pagination } from "../http/pagination";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
@@ -9,6 +10,7 @@ import { enqueueInBackground } from "./dispatch";
 import { eventDetail, eventMessages, listEvents, markForRedelivery, requireEvent } from "./log";
 import { eventTypes } from "./records";
 import { rotateStoreSecret, storeSecretRow } from "./secrets";
+import { targetRefusal } from "./targets";
 
 const guard = { ability: "webhooks:manage", store: "unambiguous" } as const;
 const timestamp = z.iso.datetime({ offset: true });
@@ -183,18 +185,21 @@ export const eventRoutes = createRouter()
       path: "/webhook-events/{id}/redeliver",
       operationId: "redeliverWebhookEvent",
       summary: "Redeliver a webhook event",
-      description: `One new attempt soon, with the same \`webhook-id\` (receivers that already have it drop it). A failed or delivered event is pending again for that one attempt; a pending one is due at once. ${storeNote}`,
+      description: `One new attempt soon, with the same \`webhook-id\` (receivers that already have it drop it). A failed or delivered event is pending again for that one attempt; a pending one is due at once. An event whose \`url\` may not be sent to (not \`https:\`, with credentials, or a host on this machine or a private network) answers 422 and stays as it was. ${storeNote}`,
       tags: ["Webhooks"],
       guard,
       request: { params: EventParams },
       responses: {
         202: { description: "The event, pending", content: { "application/json": { schema: WebhookEvent } } },
-        ...errorResponses(400, ...bearerErrors, 404),
+        ...errorResponses(400, ...bearerErrors, 404, 422),
       },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const row = await requireEvent(c.var.db, c.var.caller.storeId, id, setting(c.env, "WEBHOOK_RETENTION_DAYS"));
+      // The consumer would refuse it anyway (delivery.ts); the caller learns why now, and the event stays as it was.
+      const refused = targetRefusal(row.url, () => setting(c.env, "WEBHOOK_ALLOW_HTTP"));
+      if (refused !== null) throw new ApiError(422, eventMessages.targetRefused(refused));
       const updated = await markForRedelivery(c.var.db, row);
       enqueueInBackground(c, updated.id);
       const { payload: _payload, attempt_log: _log, ...summary } = eventDetail(updated);

@@ -26,13 +26,26 @@ async function runQueue(queue: string, id: string, bindings: Env = env) {
 
 describe("the Worker's queue handler (src/index.ts)", () => {
   it("delivers with the real fetch: a refused connection is a network error, retried", async () => {
-    // Nothing listens on the discard port of the loopback interface.
+    // Nothing listens on the discard port of the loopback interface, a target only local development may have.
     const { event } = await pendingEvent({ url: "http://127.0.0.1:9/hook" });
-    const result = await runQueue("storefront-checkout-webhooks", event.id);
+    const result = await runQueue("storefront-checkout-webhooks", event.id, {
+      ...env,
+      WEBHOOK_ALLOW_HTTP: "on",
+    } as Env);
     expect(result.retryMessages).toEqual([{ msgId: "m1" }]);
     const stored = await storedEvent(event.id);
     expect(stored).toMatchObject({ status: "pending", attempts: 1, lastResponseStatus: null });
     expect(stored?.attemptLog[0]?.error).toMatch(/^network error: /);
+  });
+
+  it("without WEBHOOK_ALLOW_HTTP=on an event stored with a loopback target is failed and acked, never fetched", async () => {
+    const { event } = await pendingEvent({ url: "http://127.0.0.1:9/hook" });
+    const result = await runQueue("storefront-checkout-webhooks", event.id);
+    expect(result.explicitAcks).toEqual(["m1"]);
+    const stored = await storedEvent(event.id);
+    expect(stored).toMatchObject({ status: "failed", attempts: 0, lastResponseStatus: null });
+    expect(stored?.attemptLog[0]?.error).toMatch(/^not sent: plain http: is allowed only with WEBHOOK_ALLOW_HTTP=on/);
+    logs.expectLogged("warn", { message: "webhook event: target refused, not sent", event_id: event.id });
   });
 
   it("messages of the dead-letter queue end their event failed", async () => {

@@ -6,6 +6,7 @@ import { webhookEvents } from "../../src/db/schema";
 import type { DeliveryDeps } from "../../src/events/delivery";
 import { type DeliveryMessage, insertEvent, newEvent } from "../../src/events/records";
 import { storeSecretRow } from "../../src/events/secrets";
+import { targetRefusal } from "../../src/events/targets";
 import { seedStore, uuid } from "./factories";
 import { api, expectJson } from "./http";
 
@@ -90,6 +91,8 @@ export function deliveryDeps(overrides: Partial<DeliveryDeps> = {}): DeliveryDep
     schedule: [5, 300, 1800],
     timeoutMs: 1000,
     liveProduct: async () => null,
+    // The deployed rule (targets.ts) with WEBHOOK_ALLOW_HTTP off.
+    targetRefusal: (url) => targetRefusal(url, () => false),
     ...overrides,
   };
 }
