@@ -35,6 +35,11 @@ export type PartRecord = {
   etag: string | null;
   /** While set and in the future, a PUT of this part is in flight. */
   leaseUntil: number | null;
+  /**
+   * The number of the part's latest PUT, counted up by every begin: the PUT that holds the lease presents it
+   * to renew and finish, so one that was taken over while cut off records nothing.
+   */
+  attempt: number;
 };
 
 /** A part that is stored, as `GET /media-uploads/{id}` lists it and complete hands it to R2. */
@@ -73,8 +78,8 @@ export type PartTicket = {
   /** Exactly this many bytes. */
   size: number;
   r2UploadId: string;
-  /** The lease this PUT holds; its finish must present it. */
-  leaseUntil: number;
+  /** This PUT's attempt at the part; its renewals and its finish present it. */
+  attempt: number;
 };
 
 type PartTransition = { next: PartRecord; ticket: PartTicket } | { refusal: Refusal };
@@ -108,11 +113,37 @@ export function beginPart(
   }
   const size = partLength(plan, record.size, partNumber);
   if (attempt.contentLength !== size) return refusePart(422, "part_length_mismatch", partNumber, String(size));
-  const leaseUntil = now + leaseMs;
+  const attemptNumber = (part?.attempt ?? 0) + 1;
   return {
-    next: { partNumber, size: part?.size ?? null, etag: part?.etag ?? null, leaseUntil },
-    ticket: { partNumber, size, r2UploadId: plan.r2UploadId, leaseUntil },
+    next: {
+      partNumber,
+      size: part?.size ?? null,
+      etag: part?.etag ?? null,
+      leaseUntil: now + leaseMs,
+      attempt: attemptNumber,
+    },
+    ticket: { partNumber, size, r2UploadId: plan.r2UploadId, attempt: attemptNumber },
   };
+}
+
+/** Whether the upload still takes parts: known, not lapsed, multipart and not yet assembled. */
+function takesParts(record: UploadRecord | null, now: number): record is UploadRecord {
+  return !isGone(record, now) && record.multipart !== null && record.state === "reserved";
+}
+
+/**
+ * Part PUT `attempt`, still streaming, holds its part for another `leaseMs`: refused (404) once the
+ * reservation lapsed or the upload no longer takes parts, and (409) once a later PUT of the part took it over.
+ */
+export function renewPart(
+  record: UploadRecord | null,
+  part: PartRecord | null,
+  attempt: number,
+  now: number,
+): { next: PartRecord } | { refusal: Refusal } {
+  if (!takesParts(record, now)) return refusePart(404, "not_found");
+  if (part === null || part.attempt !== attempt) return refusePart(409, "part_being_stored", part?.partNumber);
+  return { next: { ...part, leaseUntil: now + leaseMs } };
 }
 
 type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusal };
@@ -120,17 +151,17 @@ type PartFinish = { next: PartRecord; upload: UploadRecord } | { refusal: Refusa
 /**
  * A part PUT ends: the part stored (its size and ETag recorded, and the reservation extended to now +
  * `ttlMs`, never beyond the upload's cap), or not (the part as it was before). A lapsed reservation is
- * gone, and a PUT whose lease was taken over by a later PUT of the part records nothing.
+ * gone, and a PUT whose part was taken over by a later PUT of the part (another attempt) records nothing.
  */
 export function finishPart(
   record: UploadRecord | null,
   part: PartRecord | null,
-  finish: { leaseUntil: number; stored: { size: number; etag: string } | null },
+  finish: { attempt: number; stored: { size: number; etag: string } | null },
   now: number,
   ttlMs: number,
 ): PartFinish {
-  if (isGone(record, now) || !record.multipart || record.state !== "reserved") return refusePart(404, "not_found");
-  if (part === null || part.leaseUntil !== finish.leaseUntil) {
+  if (!takesParts(record, now) || !record.multipart) return refusePart(404, "not_found");
+  if (part === null || part.attempt !== finish.attempt) {
     return refusePart(409, "part_being_stored", part?.partNumber);
   }
   if (!finish.stored) return { next: { ...part, leaseUntil: null }, upload: record };

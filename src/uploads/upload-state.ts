@@ -51,6 +51,11 @@ export type UploadRecord = {
   /** When an in-flight PUT or complete is presumed dead and its lease may be taken over. */
   leaseUntil: number | null;
   /**
+   * The number of the upload's latest byte PUT, counted up by every begin: the PUT that holds the lease
+   * presents it to renew and finish, so one that was taken over while cut off changes nothing.
+   */
+  putAttempt: number;
+  /**
    * The number of the upload's latest complete, counted up by every begin: the complete that holds the
    * lease presents it to renew, record its hosted key, finish or abandon, so one that was taken over while
    * cut off (and wakes up late) changes nothing.
@@ -88,18 +93,19 @@ export type RefusalReason =
 
 export type Transition = { next: UploadRecord } | { refusal: Refusal };
 
-/** How long an in-flight byte PUT (or part PUT, parts-state.ts) holds the upload before another may take it over. */
-export const leaseMs = 5 * 60_000;
-
 /**
- * How long a complete holds the upload unless it renews its lease (complete/lease.ts renews it every third
- * of this while the complete runs). Short, so that a complete whose process died (an isolate killed over
- * memory or CPU, a runtime restart) blocks the retry of complete for seconds: 15 s is the longest a client
- * waits to see its retry go through. Long enough that a renewal may be late or lost twice, as when the
- * isolate is busy or one call to the coordinator is slow, before another complete may take over; and if
- * one still does, the attempt number keeps the two from both finishing.
+ * How long an in-flight byte PUT, part PUT (parts-state.ts: its part) or complete holds the upload unless it
+ * renews its lease (complete/lease.ts renews it every third of this while the work runs, however long).
+ * Short, so that one whose process died (an isolate killed over memory or CPU, a runtime restart) blocks its
+ * retry for seconds: 15 s is the longest a client waits to see its retry go through. Long enough that a
+ * renewal may be late or lost twice, as when the isolate is busy or one call to the coordinator is slow,
+ * before another request may take over; and if one still does, the attempt numbers keep the two from both
+ * recording an outcome.
  */
-export const completeLeaseMs = 15_000;
+export const leaseMs = 15_000;
+
+/** A complete's lease: {@link leaseMs}, as for the byte and part PUTs. */
+export const completeLeaseMs = leaseMs;
 
 /** A refusal of the transition, for the caller to answer. */
 export const refuse = (status: Refusal["status"], reason: RefusalReason, detail?: string): Transition => ({
@@ -133,12 +139,38 @@ export function beginPut(record: UploadRecord | null, attempt: PutAttempt, now: 
     return refuse(422, "content_type_mismatch", record.contentType);
   }
   if (attempt.contentLength !== record.size) return refuse(422, "content_length_mismatch", String(record.size));
-  return { next: { ...record, state: "storing", leaseUntil: now + leaseMs } };
+  return { next: { ...record, state: "storing", leaseUntil: now + leaseMs, putAttempt: record.putAttempt + 1 } };
 }
 
-/** A byte PUT ends: the bytes are stored, or the upload is `reserved` again; a lapsed reservation is gone. */
-export function finishPut(record: UploadRecord | null, stored: boolean, now: number): Transition {
-  if (isGone(record, now) || record.state !== "storing") return refuse(404, "not_found");
+/** Whether byte PUT `attempt` may still act on the upload: not lapsed, `storing`, and no later PUT began. */
+function holdsPut(record: UploadRecord | null, attempt: number, now: number): record is UploadRecord {
+  return !isGone(record, now) && record.state === "storing" && record.putAttempt === attempt;
+}
+
+/**
+ * Why byte PUT `attempt` may no longer act on the upload: a later PUT took it over (409: being stored, or
+ * already stored once that one stored it), or the reservation lapsed or the PUT already ended (404).
+ */
+function refusePutAttempt(record: UploadRecord | null, attempt: number, now: number): Transition {
+  if (!isGone(record, now) && record.putAttempt !== attempt) {
+    return refuse(409, record.state === "storing" || record.state === "reserved" ? "being_stored" : "already_stored");
+  }
+  return refuse(404, "not_found");
+}
+
+/** Byte PUT `attempt`, still streaming, holds the upload for another `leaseMs`; refused like its finish. */
+export function renewPut(record: UploadRecord | null, attempt: number, now: number): Transition {
+  if (!holdsPut(record, attempt, now)) return refusePutAttempt(record, attempt, now);
+  return { next: { ...record, leaseUntil: now + leaseMs } };
+}
+
+/**
+ * Byte PUT `attempt` ends: the bytes are stored, or the upload is `reserved` again; a lapsed reservation is
+ * gone (404). One that was taken over by a later PUT is refused (409) and changes nothing: the bytes at the
+ * staged key are the later PUT's to keep or remove.
+ */
+export function finishPut(record: UploadRecord | null, attempt: number, stored: boolean, now: number): Transition {
+  if (!holdsPut(record, attempt, now)) return refusePutAttempt(record, attempt, now);
   return { next: { ...record, state: stored ? "stored" : "reserved", leaseUntil: null } };
 }
 

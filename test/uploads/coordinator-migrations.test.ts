@@ -38,6 +38,7 @@ const uploadColumns = [
   "max_expires_at",
   "hosted_key",
   "complete_attempt",
+  "put_attempt",
 ];
 
 /** Lays down a store's storage as the code before numbered migrations left it, then drops today's. */
@@ -75,7 +76,7 @@ describe("the store coordinator's storage migrations", () => {
     expect(result.recorded).toEqual(migrations.map((migration) => migration.version));
     expect(result.again).toEqual([]);
     expect(result.uploads).toEqual(uploadColumns);
-    expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until"]);
+    expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until", "attempt"]);
   });
 
   for (const [name, columns] of [
@@ -93,15 +94,17 @@ describe("the store coordinator's storage migrations", () => {
           recorded: recorded(sql),
           uploads: columnsOf(sql, "uploads"),
           parts: columnsOf(sql, "upload_parts"),
-          row: sql.exec("SELECT id, state, part_size, hosted_key, complete_attempt FROM uploads").toArray(),
+          row: sql
+            .exec("SELECT id, state, part_size, hosted_key, complete_attempt, put_attempt FROM uploads")
+            .toArray(),
         };
       });
       expect(result.applied).toEqual(migrations.map((migration) => migration.version));
       expect(result.recorded).toEqual(result.applied);
       expect([...result.uploads].sort()).toEqual([...uploadColumns].sort());
-      expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until"]);
+      expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until", "attempt"]);
       expect(result.row).toEqual([
-        { id: "u1", state: "stored", part_size: null, hosted_key: null, complete_attempt: 0 },
+        { id: "u1", state: "stored", part_size: null, hosted_key: null, complete_attempt: 0, put_attempt: 0 },
       ]);
     });
   }

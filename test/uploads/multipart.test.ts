@@ -1,8 +1,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../../src/lib/crypto";
 import { mediaKey, stagedKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
+import { leaseMs } from "../../src/uploads/upload-state";
 import { isolateClock } from "../support/clock";
 import { seedStore, uuid } from "../support/factories";
 import { json, origin } from "../support/http";
@@ -462,6 +464,31 @@ describe("complete and GET of a multipart upload", () => {
       expect(extended).toBeGreaterThan(reserved + 1000);
       expect(extended).toBeGreaterThanOrEqual(before + 3000);
       expect(extended).toBeLessThanOrEqual(Date.now() + 3000);
+    });
+
+    it("a part PUT whose process died holds its part (409) for the lease, seconds not minutes; then a retry stores the part", async () => {
+      expect(leaseMs).toBeLessThanOrEqual(15_000);
+      const owner = await seedStore();
+      const file = mp4OfSize(threeParts);
+      const reservation = await reserveParts(owner, file.length);
+      const part = partOf(reservation, file, 2);
+      // How far a part PUT gets before its isolate is killed: begun, never finished, no longer renewing.
+      const begun = await coordinatorOf(owner.storeId).beginPart(reservation.id, {
+        tokenHash: await sha256Hex(reservation.upload_request.headers["X-Upload-Token"] ?? ""),
+        contentType: "video/mp4",
+        contentLength: part.length,
+        partNumber: 2,
+      });
+      expect(begun.ok).toBe(true);
+      expect((await putPart(reservation, 2, part)).status).toBe(409);
+      clock.advance(leaseMs - 1000);
+      expect((await putPart(reservation, 2, part)).status).toBe(409);
+
+      clock.advance(1000);
+      expect((await putPart(reservation, 2, part)).status).toBe(204);
+      expect((await json<Status>(await readUpload(owner, reservation.id))).parts?.map((p) => p.part_number)).toEqual([
+        2,
+      ]);
     });
 
     it("expiry aborts the R2 multipart upload: nothing is left, and the part PUT, GET and complete answer 404", async () => {

@@ -27,6 +27,7 @@ function upload(overrides: Partial<UploadRecord> = {}): UploadRecord {
     expiresAt: now + ttlMs,
     leaseUntil: null,
     completeAttempt: 0,
+    putAttempt: 0,
     result: null,
     failure: null,
     multipart: { partSize: 8 * MiB, partCount: 3, r2UploadId: "r2", maxExpiresAt: now + 24 * 3_600_000 },
@@ -65,8 +66,8 @@ describe("planParts: how an upload is cut", () => {
     const plan = { partSize: 8 * MiB, partCount: 3 };
     expect([1, 2, 3].map((n) => partLength(plan, 20 * MiB + 3, n))).toEqual([8 * MiB, 8 * MiB, 4 * MiB + 3]);
     const parts: PartRecord[] = [
-      { partNumber: 1, size: 8 * MiB, etag: "a", leaseUntil: null },
-      { partNumber: 2, size: null, etag: null, leaseUntil: now + 1 },
+      { partNumber: 1, size: 8 * MiB, etag: "a", leaseUntil: null, attempt: 1 },
+      { partNumber: 2, size: null, etag: null, leaseUntil: now + 1, attempt: 1 },
     ];
     expect(missingParts(plan, parts)).toBe(2);
   });
@@ -84,7 +85,7 @@ describe("beginPart: the part PUT's order of checks", () => {
     for (const state of ["processing", "completed", "stored"] as const) {
       expect(refusal(beginPart(upload({ state }), null, attempt(9, 1), now)), state).toEqual([409, "already_stored"]);
     }
-    const inFlight = { partNumber: 2, size: null, etag: null, leaseUntil: now + 1 };
+    const inFlight = { partNumber: 2, size: null, etag: null, leaseUntil: now + 1, attempt: 1 };
     expect(refusal(beginPart(upload(), inFlight, attempt(2, 1), now))).toEqual([409, "part_being_stored"]);
     const lapsedLease = { ...inFlight, leaseUntil: now };
     expect("ticket" in beginPart(upload(), lapsedLease, attempt(2, 8 * MiB), now)).toBe(true);
@@ -103,32 +104,26 @@ describe("beginPart: the part PUT's order of checks", () => {
     expect(refusal(beginPart(upload(), null, attempt(3, 8 * MiB), now))).toEqual([422, "part_length_mismatch"]);
     const last = beginPart(upload(), null, attempt(3, 4 * MiB + 3, { contentType: "VIDEO/MP4; codecs=x" }), now);
     expect(last).toEqual({
-      next: { partNumber: 3, size: null, etag: null, leaseUntil: now + leaseMs },
-      ticket: { partNumber: 3, size: 4 * MiB + 3, r2UploadId: "r2", leaseUntil: now + leaseMs },
+      next: { partNumber: 3, size: null, etag: null, leaseUntil: now + leaseMs, attempt: 1 },
+      ticket: { partNumber: 3, size: 4 * MiB + 3, r2UploadId: "r2", attempt: 1 },
     });
   });
 
   it("a part sent again keeps the stored copy until the new one is stored", () => {
-    const stored = { partNumber: 1, size: 8 * MiB, etag: "old", leaseUntil: null };
+    const stored = { partNumber: 1, size: 8 * MiB, etag: "old", leaseUntil: null, attempt: 1 };
     const again = beginPart(upload(), stored, attempt(1, 8 * MiB), now);
-    expect(again).toMatchObject({ next: { size: 8 * MiB, etag: "old", leaseUntil: now + leaseMs } });
+    expect(again).toMatchObject({ next: { size: 8 * MiB, etag: "old", leaseUntil: now + leaseMs, attempt: 2 } });
   });
 });
 
 describe("finishPart: recording a part, sliding the reservation", () => {
-  const leased = { partNumber: 1, size: null, etag: null, leaseUntil: now + leaseMs };
+  const leased = { partNumber: 1, size: null, etag: null, leaseUntil: now + leaseMs, attempt: 1 };
 
   it("records size and ETag and moves expires_at to now + TTL", () => {
     const later = now + 600_000;
-    const finished = finishPart(
-      upload(),
-      leased,
-      { leaseUntil: now + leaseMs, stored: { size: 8, etag: "e" } },
-      later,
-      ttlMs,
-    );
+    const finished = finishPart(upload(), leased, { attempt: 1, stored: { size: 8, etag: "e" } }, later, ttlMs);
     expect(finished).toEqual({
-      next: { partNumber: 1, size: 8, etag: "e", leaseUntil: null },
+      next: { partNumber: 1, size: 8, etag: "e", leaseUntil: null, attempt: 1 },
       upload: upload({ expiresAt: later + ttlMs }),
     });
   });
@@ -137,40 +132,31 @@ describe("finishPart: recording a part, sliding the reservation", () => {
     const capped = upload({
       multipart: { partSize: 8 * MiB, partCount: 3, r2UploadId: "r2", maxExpiresAt: now + 1000 },
     });
-    const finished = finishPart(
-      capped,
-      leased,
-      { leaseUntil: now + leaseMs, stored: { size: 8, etag: "e" } },
-      now + 10,
-      ttlMs,
-    );
+    const finished = finishPart(capped, leased, { attempt: 1, stored: { size: 8, etag: "e" } }, now + 10, ttlMs);
     expect(finished).toMatchObject({ upload: { expiresAt: now + ttlMs } }); // already later than the cap allows: kept
     const tight = upload({
       expiresAt: now + 10,
       multipart: { partSize: 8 * MiB, partCount: 3, r2UploadId: "r2", maxExpiresAt: now + 1000 },
     });
-    expect(
-      finishPart(tight, leased, { leaseUntil: now + leaseMs, stored: { size: 8, etag: "e" } }, now, ttlMs),
-    ).toMatchObject({
+    expect(finishPart(tight, leased, { attempt: 1, stored: { size: 8, etag: "e" } }, now, ttlMs)).toMatchObject({
       upload: { expiresAt: now + 1000 },
     });
   });
 
   it("a failed part frees the lease and keeps the earlier copy; a lapsed reservation or a lease taken over records nothing", () => {
-    const resent = { partNumber: 1, size: 8, etag: "old", leaseUntil: now + leaseMs };
-    expect(finishPart(upload(), resent, { leaseUntil: now + leaseMs, stored: null }, now, ttlMs)).toEqual({
+    const resent = { partNumber: 1, size: 8, etag: "old", leaseUntil: now + leaseMs, attempt: 1 };
+    expect(finishPart(upload(), resent, { attempt: 1, stored: null }, now, ttlMs)).toEqual({
       next: { ...resent, leaseUntil: null },
       upload: upload(),
     });
     const lapsed = upload({ expiresAt: now });
+    expect(refusal(finishPart(lapsed, leased, { attempt: 1, stored: { size: 8, etag: "e" } }, now, ttlMs))).toEqual([
+      404,
+      "not_found",
+    ]);
+    const takenOver = { ...leased, leaseUntil: now + 2 * leaseMs, attempt: 2 };
     expect(
-      refusal(finishPart(lapsed, leased, { leaseUntil: now + leaseMs, stored: { size: 8, etag: "e" } }, now, ttlMs)),
-    ).toEqual([404, "not_found"]);
-    const takenOver = { ...leased, leaseUntil: now + 2 * leaseMs };
-    expect(
-      refusal(
-        finishPart(upload(), takenOver, { leaseUntil: now + leaseMs, stored: { size: 8, etag: "e" } }, now, ttlMs),
-      ),
+      refusal(finishPart(upload(), takenOver, { attempt: 1, stored: { size: 8, etag: "e" } }, now, ttlMs)),
     ).toEqual([409, "part_being_stored"]);
   });
 });

@@ -5,7 +5,7 @@ import { stagedKey } from "../../src/storage/keys";
 import { leaseRenewalMs } from "../../src/uploads/complete/lease";
 import { abortRetryMs, expiryBatchSize } from "../../src/uploads/coordinator/expiry";
 import type { NewUpload } from "../../src/uploads/coordinator/upload-rows";
-import { completeLeaseMs } from "../../src/uploads/upload-state";
+import { completeLeaseMs, leaseMs } from "../../src/uploads/upload-state";
 import { uuid } from "../support/factories";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
@@ -120,10 +120,12 @@ describe("multipart uploads in the coordinator", () => {
     const coordinator = coordinatorOf(storeId);
     const columns = await runInDurableObject(coordinator, (instance, state) => {
       const sql = state.storage.sql;
-      // complete_attempt came later still (migration 2).
-      for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at", "complete_attempt"]) {
+      // The attempt numbers came later still (migrations 2 and 3).
+      const later = ["complete_attempt", "put_attempt"];
+      for (const column of ["part_size", "part_count", "r2_upload_id", "max_expires_at", ...later]) {
         sql.exec(`ALTER TABLE uploads DROP COLUMN ${column}`);
       }
+      sql.exec("ALTER TABLE upload_parts DROP COLUMN attempt");
       // An object that old predates numbered migrations too: it has no record of them (src/uploads/coordinator/migrations.ts).
       sql.exec("DROP TABLE schema_migrations");
       // A fresh instance over the old table, as after a deploy.
@@ -134,7 +136,14 @@ describe("multipart uploads in the coordinator", () => {
         .map((column) => column.name);
     });
     expect(columns).toEqual(
-      expect.arrayContaining(["part_size", "part_count", "r2_upload_id", "max_expires_at", "complete_attempt"]),
+      expect.arrayContaining([
+        "part_size",
+        "part_count",
+        "r2_upload_id",
+        "max_expires_at",
+        "complete_attempt",
+        "put_attempt",
+      ]),
     );
     await coordinator.reserve(storeId, { ...newUpload(Date.now() + 60_000) });
   });
@@ -255,5 +264,68 @@ describe("a complete's lease and its attempts", () => {
     expect((await coordinator.abandonComplete(id, attempt)).ok).toBe(true);
     expect((await coordinator.renewComplete(id, attempt, now + 1)).ok).toBe(false);
     expect((await coordinator.status(id, now + 2))?.upload).toMatchObject({ state: "stored", leaseUntil: null });
+  });
+});
+
+describe("a byte PUT's and a part PUT's leases", () => {
+  const put = { tokenHash: "hash", contentType: "application/octet-stream", contentLength: 3 };
+
+  it("renewed every leaseRenewalMs, a byte PUT keeps the upload for as long as its body streams; once taken over, its renewal and finish are refused", async () => {
+    const now = Date.now();
+    const storeId = uuid();
+    const coordinator = coordinatorOf(storeId);
+    const upload = newUpload(now + 3_600_000);
+    await coordinator.reserve(storeId, upload);
+    const begun = await coordinator.beginPut(upload.id, put, now);
+    const attempt = begun.ok ? begun.upload.putAttempt : -1;
+    const end = now + 6 * 60_000;
+    for (let at = now + leaseRenewalMs; at <= end; at += leaseRenewalMs) {
+      expect(await coordinator.renewPut(upload.id, attempt, at)).toEqual({
+        ok: true,
+        upload: { leaseUntil: at + leaseMs },
+      });
+      expect(await coordinator.beginPut(upload.id, put, at + 1)).toMatchObject({
+        ok: false,
+        refusal: { status: 409, reason: "being_stored" },
+      });
+    }
+    // It stops renewing (its process died): a retry takes the upload over once the lease ran out.
+    const retry = await coordinator.beginPut(upload.id, put, end + leaseMs);
+    expect(retry.ok && retry.upload.putAttempt).toBe(attempt + 1);
+    const taken = { ok: false, refusal: { status: 409, reason: "being_stored" } };
+    expect(await coordinator.renewPut(upload.id, attempt, end + leaseMs + 1)).toEqual(taken);
+    expect(await coordinator.finishPut(upload.id, attempt, true, end + leaseMs + 1)).toEqual(taken);
+    expect((await coordinator.finishPut(upload.id, attempt + 1, true, end + leaseMs + 2)).ok).toBe(true);
+  });
+
+  it("renewed every leaseRenewalMs, a part PUT keeps its part for as long as its body streams; once taken over, its renewal and finish are refused", async () => {
+    const now = Date.now();
+    const storeId = uuid();
+    const coordinator = coordinatorOf(storeId);
+    const upload = {
+      ...newUpload(now + 3_600_000),
+      multipart: { partSize: 5 * 2 ** 20, partCount: 2, r2UploadId: "r2", maxExpiresAt: now + 7_200_000 },
+    };
+    await coordinator.reserve(storeId, upload);
+    const part = { ...put, contentLength: 5 * 2 ** 20, partNumber: 1 };
+    const begun = await coordinator.beginPart(upload.id, part, now);
+    const attempt = begun.ok ? begun.ticket.attempt : -1;
+    const end = now + 6 * 60_000;
+    for (let at = now + leaseRenewalMs; at <= end; at += leaseRenewalMs) {
+      expect(await coordinator.renewPart(upload.id, 1, attempt, at)).toEqual({
+        ok: true,
+        upload: { leaseUntil: at + leaseMs },
+      });
+      expect((await coordinator.beginPart(upload.id, part, at + 1)).ok).toBe(false);
+    }
+    const retry = await coordinator.beginPart(upload.id, part, end + leaseMs);
+    expect(retry.ok && retry.ticket.attempt).toBe(attempt + 1);
+    const taken = { ok: false, refusal: { status: 409, reason: "part_being_stored", part: 1 } };
+    expect(await coordinator.renewPart(upload.id, 1, attempt, end + leaseMs + 1)).toEqual(taken);
+    const stored = { size: 5 * 2 ** 20, etag: "e" };
+    expect(await coordinator.finishPart(upload.id, 1, { attempt, stored }, 60_000, end + leaseMs + 1)).toEqual(taken);
+    expect(
+      (await coordinator.finishPart(upload.id, 1, { attempt: attempt + 1, stored }, 60_000, end + leaseMs + 2)).ok,
+    ).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import {
   finishPut,
   leaseMs,
   publicState,
+  renewPut,
   type Transition,
   type UploadRecord,
 } from "../../src/uploads/upload-state";
@@ -28,6 +29,7 @@ function record(overrides: Partial<UploadRecord> = {}): UploadRecord {
     expiresAt: now + 60_000,
     leaseUntil: null,
     completeAttempt: 0,
+    putAttempt: 0,
     result: null,
     failure: null,
     multipart: null,
@@ -43,7 +45,7 @@ describe("upload state table", () => {
   it("row: reserved + byte PUT with matching token, type and length before expiry → stored (via storing)", () => {
     const begun = beginPut(record(), put, now);
     expect(state(begun)).toBe("storing");
-    const stored = finishPut("next" in begun ? begun.next : null, true, now + 1);
+    const stored = finishPut("next" in begun ? begun.next : null, 1, true, now + 1);
     expect(state(stored)).toBe("stored");
   });
 
@@ -85,7 +87,22 @@ describe("upload state table", () => {
   });
 
   it("a failed PUT leaves the upload reserved", () => {
-    expect(state(finishPut(record({ state: "storing", leaseUntil: now + leaseMs }), false, now))).toBe("reserved");
+    expect(state(finishPut(record({ state: "storing", leaseUntil: now + leaseMs }), 0, false, now))).toBe("reserved");
+  });
+
+  it("a PUT taken over by a later one (its lease ran out) is refused, renewing or finishing, and changes nothing", () => {
+    const first = beginPut(record(), put, now);
+    const taken = beginPut("next" in first ? { ...first.next, leaseUntil: now } : null, put, now);
+    expect(taken).toMatchObject({ next: { state: "storing", putAttempt: 2 } });
+    const current = "next" in taken ? taken.next : null;
+    expect(refusal(renewPut(current, 1, now + 1))).toEqual([409, "being_stored"]);
+    expect(refusal(finishPut(current, 1, true, now + 1))).toEqual([409, "being_stored"]);
+    expect(renewPut(current, 2, now + 1)).toMatchObject({ next: { leaseUntil: now + 1 + leaseMs } });
+    const stored = finishPut(current, 2, true, now + 2);
+    expect(refusal(finishPut("next" in stored ? stored.next : null, 1, false, now + 3))).toEqual([
+      409,
+      "already_stored",
+    ]);
   });
 
   it("404 for an unknown upload or a wrong token, before any other check", () => {
@@ -149,7 +166,7 @@ describe("upload state table", () => {
   });
 
   it("a PUT that finishes after the reservation lapsed stores nothing (404)", () => {
-    expect(refusal(finishPut(record({ state: "storing" }), true, now + 60_000))).toEqual([404, "not_found"]);
+    expect(refusal(finishPut(record({ state: "storing" }), 0, true, now + 60_000))).toEqual([404, "not_found"]);
   });
 
   it("a completed upload never expires", () => {

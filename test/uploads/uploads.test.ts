@@ -2,9 +2,11 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp } from "../../src/app";
+import { sha256Hex } from "../../src/lib/crypto";
 import { mediaKey, stagedKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
-import { completeLeaseMs } from "../../src/uploads/upload-state";
+import { storeBytes } from "../../src/uploads/put/store-bytes";
+import { completeLeaseMs, leaseMs } from "../../src/uploads/upload-state";
 import { isolateClock } from "../support/clock";
 import { seedStore, seedToken, storeD1, uuid } from "../support/factories";
 import { api, json, origin } from "../support/http";
@@ -320,6 +322,58 @@ describe("PUT /media-uploads/{id} (the bytes)", () => {
     const wrongLength = await putBytes(reservation, new Uint8Array(6), { "Content-Length": "6" });
     expect(wrongLength.status).toBe(409);
     expect(await json(wrongLength)).toEqual({ message: "The bytes of this upload are already stored." });
+  });
+
+  describe("a byte PUT whose process died", () => {
+    // The coordinator reads the lease's end from Date.now() in this isolate: the test moves that clock.
+    const clock = isolateClock();
+
+    /** Begins a PUT of `bytes` through the coordinator, as a PUT does before its isolate is killed. */
+    async function beginDeadPut(storeId: string, reservation: Reservation, bytes: Uint8Array) {
+      const token = reservation.upload_request.headers["X-Upload-Token"] ?? "";
+      const begun = await coordinatorOf(storeId).beginPut(reservation.id, {
+        tokenHash: await sha256Hex(token),
+        contentType: reservation.upload_request.headers["Content-Type"],
+        contentLength: bytes.length,
+      });
+      if (!begun.ok) throw new Error(`begin refused: ${JSON.stringify(begun.refusal)}`);
+      return begun.upload;
+    }
+
+    it("holds the upload (409 being stored) for the lease, seconds not minutes; then a retry PUT stores the bytes", async () => {
+      expect(leaseMs).toBeLessThanOrEqual(15_000);
+      const { storeId, token } = await seedStore();
+      const bytes = isoMedia("isom");
+      const reservation = await reserve(token, storeId, bytes, { content_type: "video/mp4" });
+      await beginDeadPut(storeId, reservation, bytes);
+      const blocked = await putBytes(reservation, bytes);
+      expect(blocked.status).toBe(409);
+      expect(await json(blocked)).toEqual({ message: "The bytes of this upload are being stored by another request." });
+      clock.advance(leaseMs - 1000);
+      expect((await putBytes(reservation, bytes)).status).toBe(409);
+
+      clock.advance(1000);
+      expect((await putBytes(reservation, bytes)).status).toBe(204);
+      expect((await complete(token, storeId, reservation.id)).status).toBe(201);
+    });
+
+    it("a PUT that was taken over, waking up late, is refused and deletes nothing: the bytes of the PUT that replaced it stay", async () => {
+      const { storeId, token } = await seedStore();
+      const bytes = isoMedia("isom");
+      const reservation = await reserve(token, storeId, bytes, { content_type: "video/mp4" });
+      const cut = await beginDeadPut(storeId, reservation, bytes);
+      clock.advance(leaseMs);
+      expect((await putBytes(reservation, bytes)).status).toBe(204);
+
+      const late = await storeBytes(env.BUCKET, coordinatorOf(storeId), storeId, cut, new Blob([bytes]).stream(), "r");
+      expect(late).toEqual({
+        stored: true,
+        value: { ok: false, refusal: { status: 409, reason: "already_stored" } },
+      });
+      expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).not.toBeNull();
+      expect(await storedState(storeId, reservation.id)).toBe("stored");
+      expect((await complete(token, storeId, reservation.id)).status).toBe(201);
+    });
   });
 
   it("race: two concurrent PUTs of one upload give one 204 and one 409", async () => {

@@ -59,6 +59,15 @@ export const migrations: readonly Migration[] = [
       sql.exec("ALTER TABLE uploads ADD COLUMN complete_attempt INTEGER NOT NULL DEFAULT 0");
     },
   },
+  {
+    version: 3,
+    name: "uploads.put_attempt and upload_parts.attempt: the number of the latest byte PUT and part PUT, which fences the earlier ones",
+    up(sql) {
+      // 0 for every existing row: the next begin is attempt 1.
+      sql.exec("ALTER TABLE uploads ADD COLUMN put_attempt INTEGER NOT NULL DEFAULT 0");
+      sql.exec("ALTER TABLE upload_parts ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0");
+    },
+  },
 ];
 
 /**

@@ -1,6 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { FixedWindowCounter, type LimitVerdict } from "../../limits/fixed-window";
-import { beginPart, finishPart, missingParts, type PartRecord, type PartTicket, type StoredPart } from "../parts-state";
+import {
+  beginPart,
+  finishPart,
+  missingParts,
+  type PartRecord,
+  type PartTicket,
+  renewPart,
+  type StoredPart,
+} from "../parts-state";
 import {
   abandonComplete,
   beginComplete,
@@ -12,6 +20,7 @@ import {
   type PutAttempt,
   type Refusal,
   renewComplete,
+  renewPut,
   type Transition,
   type UploadRecord,
 } from "../upload-state";
@@ -80,8 +89,15 @@ export class StoreCoordinator extends DurableObject<Env> {
     return outcome(this.rows.apply(id, (record) => beginPut(record, attempt, now)));
   }
 
-  finishPut(id: string, stored: boolean, now = Date.now()): Outcome {
-    return outcome(this.rows.apply(id, (record) => finishPut(record, stored, now)));
+  /** Byte PUT `attempt`, still streaming, holds the upload for another `leaseMs` (upload-state.ts `renewPut`). */
+  renewPut(id: string, attempt: number, now = Date.now()): Outcome<{ leaseUntil: number }> {
+    const renewed = outcome(this.rows.apply(id, (record) => renewPut(record, attempt, now)));
+    return renewed.ok ? { ok: true, upload: { leaseUntil: renewed.upload.leaseUntil as number } } : renewed;
+  }
+
+  /** Byte PUT `attempt` ends: stored, or not; refused, changing nothing, once a later PUT took the upload over. */
+  finishPut(id: string, attempt: number, stored: boolean, now = Date.now()): Outcome {
+    return outcome(this.rows.apply(id, (record) => finishPut(record, attempt, stored, now)));
   }
 
   /** A part PUT begins: the part's lease and where its bytes go, or why not (see parts-state.ts). */
@@ -96,14 +112,23 @@ export class StoreCoordinator extends DurableObject<Env> {
     return { ok: true, ticket: result.ticket };
   }
 
+  /** Part PUT `attempt`, still streaming, holds its part for another `leaseMs` (parts-state.ts `renewPart`). */
+  renewPart(id: string, partNumber: number, attempt: number, now = Date.now()): Outcome<{ leaseUntil: number }> {
+    const result = renewPart(this.rows.load(id), this.rows.loadPart(id, partNumber), attempt, now);
+    if ("refusal" in result) return { ok: false, refusal: result.refusal };
+    this.rows.savePart(id, result.next);
+    return { ok: true, upload: { leaseUntil: result.next.leaseUntil as number } };
+  }
+
   /**
    * A part PUT ends: records the stored part and extends the reservation by `ttlMs` (capped), or frees
-   * the part for another PUT. Answers the reservation's new end.
+   * the part for another PUT. Answers the reservation's new end. Refused, recording nothing, once a later
+   * PUT of the part took it over.
    */
   finishPart(
     id: string,
     partNumber: number,
-    finish: { leaseUntil: number; stored: { size: number; etag: string } | null },
+    finish: { attempt: number; stored: { size: number; etag: string } | null },
     ttlMs: number,
     now = Date.now(),
   ): Outcome<{ expiresAt: number }> {

@@ -24,6 +24,7 @@ type UploadRow = {
   max_expires_at: number | null;
   hosted_key: string | null;
   complete_attempt: number;
+  put_attempt: number;
 };
 
 type PartRow = {
@@ -31,6 +32,7 @@ type PartRow = {
   size: number | null;
   etag: string | null;
   lease_until: number | null;
+  attempt: number;
 };
 
 /** A reservation as prepare records it. */
@@ -51,6 +53,7 @@ function fromRow(row: UploadRow): UploadRecord {
     expiresAt: row.expires_at,
     leaseUntil: row.lease_until,
     completeAttempt: row.complete_attempt,
+    putAttempt: row.put_attempt,
     result: row.result ? (JSON.parse(row.result) as HostedFile) : null,
     failure: row.failure,
     multipart:
@@ -66,7 +69,13 @@ function fromRow(row: UploadRow): UploadRecord {
 }
 
 function fromPartRow(row: PartRow): PartRecord {
-  return { partNumber: row.part_number, size: row.size, etag: row.etag, leaseUntil: row.lease_until };
+  return {
+    partNumber: row.part_number,
+    size: row.size,
+    etag: row.etag,
+    leaseUntil: row.lease_until,
+    attempt: row.attempt,
+  };
 }
 
 /** The parts that are stored, in the order given. */
@@ -112,10 +121,11 @@ export class UploadRows {
     if ("refusal" in result) return result;
     const next = result.next;
     this.sql.exec(
-      "UPDATE uploads SET state = ?, lease_until = ?, complete_attempt = ?, result = ?, failure = ?, r2_upload_id = ? WHERE id = ?",
+      "UPDATE uploads SET state = ?, lease_until = ?, complete_attempt = ?, put_attempt = ?, result = ?, failure = ?, r2_upload_id = ? WHERE id = ?",
       next.state,
       next.leaseUntil,
       next.completeAttempt,
+      next.putAttempt,
       next.result ? JSON.stringify(next.result) : null,
       next.failure,
       next.multipart?.r2UploadId ?? null,
@@ -139,7 +149,7 @@ export class UploadRows {
   loadPart(id: string, partNumber: number): PartRecord | null {
     const row = this.sql
       .exec<PartRow>(
-        "SELECT part_number, size, etag, lease_until FROM upload_parts WHERE upload_id = ? AND part_number = ?",
+        "SELECT part_number, size, etag, lease_until, attempt FROM upload_parts WHERE upload_id = ? AND part_number = ?",
         id,
         partNumber,
       )
@@ -151,7 +161,7 @@ export class UploadRows {
   loadParts(id: string): PartRecord[] {
     return this.sql
       .exec<PartRow>(
-        "SELECT part_number, size, etag, lease_until FROM upload_parts WHERE upload_id = ? ORDER BY part_number",
+        "SELECT part_number, size, etag, lease_until, attempt FROM upload_parts WHERE upload_id = ? ORDER BY part_number",
         id,
       )
       .toArray()
@@ -160,12 +170,13 @@ export class UploadRows {
 
   savePart(id: string, part: PartRecord): void {
     this.sql.exec(
-      "INSERT INTO upload_parts (upload_id, part_number, size, etag, lease_until) VALUES (?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET size = excluded.size, etag = excluded.etag, lease_until = excluded.lease_until",
+      "INSERT INTO upload_parts (upload_id, part_number, size, etag, lease_until, attempt) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET size = excluded.size, etag = excluded.etag, lease_until = excluded.lease_until, attempt = excluded.attempt",
       id,
       part.partNumber,
       part.size,
       part.etag,
       part.leaseUntil,
+      part.attempt,
     );
   }
 
