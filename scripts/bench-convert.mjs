@@ -1,18 +1,23 @@
-// Item 2 of `npm run bench`: the Worker's image conversion (src/uploads/convert), its speed beside libvips
-// and its memory inside workerd. docs/measuring-conversion.md explains the method and its blind spots.
+// Item 2 of `npm run bench`: the image conversion (converter/src/convert, run by the converter Worker), its speed
+// beside libvips and its memory inside workerd. docs/measuring-conversion.md explains the method and its blind
+// spots.
 //
-// Everything goes through the Worker's public HTTP API on `wrangler dev` (prepare, PUT, complete) and the
-// DevTools inspector wrangler exposes, so the harness works with whatever the conversion does inside:
+// Everything goes through the API Worker's public HTTP API on `wrangler dev` (prepare, PUT, complete; the
+// complete asks the converter Worker, a `wrangler dev` of its own, over the CONVERTER service binding) and the
+// DevTools inspectors wrangler exposes, one per Worker, so the harness works with whatever the conversion does
+// inside:
 //
-// - speed: per input, `POST /media-uploads/{id}/complete` (reads the upload from R2, sniffs, converts,
-//   writes the WebP) beside sharp (libvips, bench-only devDependency, never imported by the Worker) doing
-//   decode + resize to the Worker's output size + WebP encode at quality 80 and effort 2 (libwebp method 2,
-//   the Worker's setting) on one thread (`sharp.concurrency(1)`, operation cache off), paired per round;
-// - memory: per input, one complete on a fresh `wrangler dev` (a fresh isolate: the first request an
-//   isolate serves also creates the codec instances), sampling Runtime.getHeapUsage every 20 ms (V8 used
-//   heap + ArrayBuffer backing stores) and reading every WebAssembly memory's size right after
-//   (Runtime.queryObjects; WebAssembly memory never shrinks, so that is each one's high-water mark).
-//   Hostile inputs too, and two completes at once on one isolate.
+// - speed: per input, `POST /media-uploads/{id}/complete` (the API sniffs the upload and asks the converter,
+//   which reads it from R2, converts and writes the WebP) beside sharp (libvips, bench-only devDependency,
+//   never imported by a Worker) doing decode + resize to the converter's output size + WebP encode at quality
+//   80 and effort 2 (libwebp method 2, the converter's setting) on one thread (`sharp.concurrency(1)`,
+//   operation cache off), paired per round;
+// - memory: per input, one complete on fresh `wrangler dev`s (a fresh converter isolate: the first conversion
+//   an isolate runs also creates the codec instances), sampling the converter isolate's Runtime.getHeapUsage
+//   every 20 ms (V8 used heap + ArrayBuffer backing stores) and reading every WebAssembly memory's size right
+//   after (Runtime.queryObjects; WebAssembly memory never shrinks, so that is each one's high-water mark);
+//   the API isolate is sampled the same way at the same time (it should hold no image). Hostile inputs too,
+//   and two completes at once on one converter isolate.
 //
 //   npm run bench:convert                   this part alone; rewrites its block of docs/benchmarks.md
 //   npm run bench:convert -- --only=PNG     only the inputs whose name contains the text (no report written)
@@ -55,7 +60,7 @@ import { screenshot } from "./make-corpus.mjs";
 
 const SPEED_RUNS = 3;
 const QUALITY = 80;
-/** sharp's `effort` is libwebp's `method`; the Worker encodes with method 2 (docs/conversion.md). */
+/** sharp's `effort` is libwebp's `method`; the converter encodes with method 2 (docs/conversion.md). */
 const EFFORT = 2;
 const SAMPLE_MS = 20;
 /** A complete of the memory runs without an answer by then is reported as such (hostile inputs). */
@@ -90,7 +95,7 @@ const wasmAsModule = {
   },
 };
 
-/** The tests' image helpers (MozJPEG encoder, photo-like pixels), bundled for Node. */
+/** The converter tests' image helpers (MozJPEG encoder, photo-like pixels), bundled for Node. */
 export async function loadImageHelpers() {
   const work = await mkdtemp(join(tmpdir(), "bench-convert-"));
   const removeWork = () => rm(work, { recursive: true, force: true });
@@ -98,7 +103,7 @@ export async function loadImageHelpers() {
   try {
     const outfile = join(work, "images.mjs");
     await build({
-      entryPoints: [join(projectRoot, "test/uploads/convert/images.ts")],
+      entryPoints: [join(projectRoot, "converter/test/images.ts")],
       bundle: true,
       format: "esm",
       platform: "node",
@@ -266,17 +271,17 @@ export async function prepareInputs({ only } = {}) {
   return only ? list.filter((input) => input.name.toLowerCase().includes(only.toLowerCase())) : list;
 }
 
-// Generating takes a minute or more on two cores (MozJPEG at 24 MP, palette quantisation), so the inputs
-// are kept in the system's temporary directory under a hash of everything that makes them.
+// Generating takes a minute or more on two cores (several under load: MozJPEG at 24 MP, palette
+// quantisation), so the inputs are kept in the system's temporary directory under a hash of everything that
+// makes them: of this file, the section that generates them (from its heading to the next), so that an edit
+// of the measuring or the report does not generate them again.
 async function cacheDir() {
   const hash = createHash("sha256");
-  for (const file of [
-    "scripts/bench-convert.mjs",
-    "scripts/make-corpus.mjs",
-    "test/uploads/convert/images.ts",
-    "package-lock.json",
-    ADOBE_RGB_PROFILE,
-  ]) {
+  const own = await readFile(join(projectRoot, "scripts/bench-convert.mjs"), "utf8");
+  const from = own.indexOf("\n// Inputs, all generated by code\n");
+  const to = own.indexOf("\n// The API Worker's public HTTP API\n", from);
+  hash.update(from !== -1 && to !== -1 ? own.slice(from, to) : own);
+  for (const file of ["scripts/make-corpus.mjs", "converter/test/images.ts", "package-lock.json", ADOBE_RGB_PROFILE]) {
     hash.update(await readFile(join(projectRoot, file)));
   }
   hash.update(sharp.versions.vips);
@@ -503,7 +508,7 @@ async function generateInputs() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Worker's public API
+// The API Worker's public HTTP API
 // ---------------------------------------------------------------------------------------------
 
 /** prepare + PUT; returns the upload's id. */
@@ -610,7 +615,7 @@ function convertFixture() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Speed: complete through the Worker beside sharp
+// Speed: complete through the two Workers beside sharp
 // ---------------------------------------------------------------------------------------------
 
 /** wrangler dev reloaded the Worker (it sometimes does, seconds after starting, with no file changed). */
@@ -656,36 +661,55 @@ export async function measureSpeed(server, inputs) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Memory inside workerd
+// Memory inside workerd: the converter's isolate, and the API's
 // ---------------------------------------------------------------------------------------------
 
 const sum = (values) => values.reduce((a, b) => a + b, 0);
 
-/** Completes `inputs` at once on one fresh isolate, sampling its memory; returns each outcome and the peak. */
+/**
+ * Completes `inputs` at once on fresh servers (one fresh converter isolate, one fresh API isolate), sampling
+ * both isolates' memory; returns each outcome, the converter's peak (the conversion's) and the API's.
+ */
 async function completesOnFreshIsolate(inputs) {
   return withBenchServer({ fixture: convertFixture() }, async (server) => {
-    const inspector = await step("connect the inspector", 30_000, () => connectInspector(server));
+    // The conversion runs in the converter's isolate; the API's only sniffs the upload and waits on the binding.
+    const inspector = await step("connect the converter's inspector", 30_000, () =>
+      connectInspector(server, { which: "converter" }),
+    );
+    const apiInspector = await step("connect the API's inspector", 30_000, () => connectInspector(server)).catch(
+      (error) => {
+        inspector.close();
+        throw error;
+      },
+    );
     try {
       const ids = [];
       for (const input of inputs) ids.push(await upload(server, input));
-      // A full collection (queryObjects collects first), so the samples start from live memory only.
+      // A full collection in each isolate (queryObjects collects first), so the samples start from live memory.
       const wasmBefore = await inspector.wasmMemories();
-      // The workerd process's RSS from /proc, every 5 ms: it goes on while the isolate is busy.
-      const worker = workerdProcesses(server).find((p) => p.role === "worker");
+      await apiInspector.collectGarbage();
+      // The converter's workerd process's RSS from /proc, every 5 ms: it goes on while the isolate is busy.
+      const worker = workerdProcesses(server, "converter").find((p) => p.role === "worker");
       const rssSampler = worker ? sampleRss([worker.pid], 5) : null;
       const sampler = sampleIsolate(inspector, SAMPLE_MS);
+      const apiSampler = sampleIsolate(apiInspector, SAMPLE_MS);
       const started = performance.now();
       const results = await Promise.all(ids.map((id) => complete(server, id, { timeoutMs: COMPLETE_TIMEOUT_MS })));
       const wallMs = performance.now() - started;
       const rss = rssSampler?.stop()[worker.pid];
+      // The API's isolate only waits on the binding, so it answers even when the converter's does not.
+      const apiIsolate = await apiSampler.stop();
+      const apiWasm = await apiInspector.wasmMemories();
+      const api = { isolate: apiIsolate, wasm: apiWasm, peak: apiIsolate.peak + sum(apiWasm) };
       if (results.some((result) => result.timedOut)) {
-        // The isolate is still in the conversion and will not answer: what was seen so far, and the
-        // process's RSS, are all there is; the server is stopped (workerd killed) by withBenchServer.
+        // The converter's isolate is still in the conversion and will not answer: what was seen so far, and
+        // the process's RSS, are all there is; the server is stopped (workerd killed) by withBenchServer.
         const isolate = sampler.abandon();
         return {
           results,
           wallMs,
           isolate,
+          api,
           rssGrowth: rss ? rss.peak - rss.baseline : null,
           wasm: null,
           wasmBytes: null,
@@ -696,11 +720,12 @@ async function completesOnFreshIsolate(inputs) {
       const wasm = await inspector.wasmMemories();
       // queryObjects collected all garbage: what is left is what the isolate still holds.
       const afterGc = await inspector.memory();
-      if (inspector.reloads() > 0) throw new ReloadedError(reloadedMessage);
+      if (inspector.reloads() > 0 || apiInspector.reloads() > 0) throw new ReloadedError(reloadedMessage);
       return {
         results,
         wallMs,
         isolate,
+        api,
         rssGrowth: rss ? rss.peak - rss.baseline : null,
         wasmBefore,
         wasm,
@@ -711,6 +736,7 @@ async function completesOnFreshIsolate(inputs) {
       };
     } finally {
       inspector.close();
+      apiInspector.close();
     }
   });
 }
@@ -725,10 +751,11 @@ export async function measureMemory(inputs) {
     const seen = `JS heap + buffers ${mib(row.isolate.peak)} (heap ${mib(row.isolate.peakUsed)}, buffers ${mib(row.isolate.peakBuffers)})`;
     const rss = `workerd RSS +${row.rssGrowth === null ? "?" : mib(row.rssGrowth)}`;
     const waits = `${row.isolate.samples} samples, longest unanswered ${num(row.isolate.longestWaitMs)} ms of ${num(row.completeMs)} ms`;
+    const api = `API isolate peak ${mib(row.api.peak)} (heap ${mib(row.api.isolate.peakUsed)}, buffers ${mib(row.api.isolate.peakBuffers)}, WASM ${mib(sum(row.api.wasm))})`;
     log(
       row.peak === null
-        ? `  ${input.name}: ${row.outcome}; before it: ${seen}; ${rss}; WASM memories unreadable (the isolate is busy)`
-        : `  ${input.name}: ${row.outcome.slice(0, 80)}; peak ${mib(row.peak)} = ${seen} + WASM ${mib(row.wasmBytes)} [${row.wasm.map(mib).join(", ")}]; after GC: heap + buffers ${mib(row.afterGc)}; ${rss}; ${waits}`,
+        ? `  ${input.name}: ${row.outcome}; converter before it: ${seen}; ${rss}; WASM memories unreadable (the isolate is busy); ${api}`
+        : `  ${input.name}: ${row.outcome.slice(0, 80)}; converter peak ${mib(row.peak)} = ${seen} + WASM ${mib(row.wasmBytes)} [${row.wasm.map(mib).join(", ")}]; after GC: heap + buffers ${mib(row.afterGc)}; ${rss}; ${waits}; ${api}`,
     );
   }
   return results;
@@ -756,7 +783,7 @@ export async function measureConcurrent(memory) {
   );
   const row = { input: heaviest.input, single: heaviest.peak, ...result, outcomes: result.results.map(outcome) };
   log(
-    `  two at once, ${row.input.name}: ${row.outcomes.join(" / ")}; peak ${mib(row.peak)} (one alone: ${mib(row.single)}); ${num(row.wallMs)} ms for both`,
+    `  two at once, ${row.input.name}: ${row.outcomes.join(" / ")}; converter peak ${mib(row.peak)} (one alone: ${mib(row.single)}); API isolate peak ${mib(row.api.peak)}; ${num(row.wallMs)} ms for both`,
   );
   return row;
 }
@@ -770,9 +797,11 @@ export async function measureConversion({ only } = {}) {
       // No inspector during the timed completes: with a DevTools client attached the proxy enables the
       // debugger, which may change how V8 runs the code (WebAssembly debugging tiers among others).
       const rows = await measureSpeed(server, inputs);
-      // Every input has gone through this one isolate: its WASM memories now hold the largest share any
-      // sequence of these inputs asks for.
-      const inspector = await step("connect the inspector", 30_000, () => connectInspector(server));
+      // Every input has gone through this one converter isolate: its WASM memories now hold the largest
+      // share any sequence of these inputs asks for.
+      const inspector = await step("connect the converter's inspector", 30_000, () =>
+        connectInspector(server, { which: "converter" }),
+      );
       const wasmAfterAll = await inspector.wasmMemories().finally(() => inspector.close());
       return { rows, wasmAfterAll };
     }),
@@ -791,15 +820,24 @@ const mib = (bytes) => `${num(bytes / 2 ** 20)} MiB`;
 const share = (bytes) => `${Math.round((bytes / ISOLATE_BYTES) * 100)} %`;
 const cell = (text) => String(text).replaceAll("|", "\\|").replaceAll("\n", " ");
 
+/** The API isolate's highest peak over every complete above: what the split leaves in the API Worker. */
+function apiPeakLine(memory, concurrent) {
+  const rows = [...memory, ...(concurrent ? [concurrent] : [])];
+  if (rows.length === 0) return "";
+  const top = rows.reduce((a, b) => (b.api.peak > a.api.peak ? b : a));
+  const wasm = Math.max(...rows.map((r) => sum(r.api.wasm)));
+  return `API isolate during these completes: peak at most **${mib(top.api.peak)}** (${share(top.api.peak)} of 128 MiB; ${cell(top === concurrent ? "two at once" : top.input.name)}), WebAssembly memories at most ${mib(wasm)}.`;
+}
+
 export function convertSection(conversion, facts) {
   const { speed, memory, concurrent, wasmAfterAll } = conversion;
   return [
     `Measured ${machineLine(facts)}; sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}, libwebp ${sharp.versions.webp ?? "?"}). Method, and what these figures cannot see: [measuring-conversion.md](measuring-conversion.md).`,
     "",
-    `Speed: \`POST /media-uploads/{id}/complete\` through \`wrangler dev\` (reads the upload from R2, sniffs, converts, writes the WebP; HTTP on loopback included) beside sharp in this Node process doing decode + resize to the Worker's output size + WebP (quality ${QUALITY}, effort ${EFFORT} = libwebp method ${EFFORT}, the Worker's) on one thread (\`sharp.concurrency(1)\`, cache off), from memory. ${SPEED_RUNS} rounds per input after one untimed complete that creates the codec instances; the ratio is taken within each round. Bound: ≤ ${SHARP_RATIO_LIMIT}×. Figures: median (min–max), ms.`,
+    `Speed: \`POST /media-uploads/{id}/complete\` through the two Workers on \`wrangler dev\`, each a process of its own (the API sniffs the upload and asks the converter over the \`CONVERTER\` service binding; the converter reads the upload from R2, converts and writes the WebP; HTTP on loopback included) beside sharp in this Node process doing decode + resize to the converter's output size + WebP (quality ${QUALITY}, effort ${EFFORT} = libwebp method ${EFFORT}, the converter's) on one thread (\`sharp.concurrency(1)\`, cache off), from memory. ${SPEED_RUNS} rounds per input after one untimed complete that creates the codec instances; the ratio is taken within each round. Bound: ≤ ${SHARP_RATIO_LIMIT}×. Figures: median (min–max), ms.`,
     "",
     table(
-      ["Input", "File", "Output", "complete (Worker)", "sharp", "Ratio", "Within", "WebP: Worker / sharp"],
+      ["Input", "File", "Output", "complete (Workers)", "sharp", "Ratio", "Within", "WebP: converter / sharp"],
       [1, 3, 4, 5],
       speed.map((r) =>
         r.refused
@@ -826,7 +864,7 @@ export function convertSection(conversion, facts) {
       ),
     ),
     "",
-    `Memory: one complete per input on a fresh \`wrangler dev\` isolate (its first request, so the codec instances are created by it), \`Runtime.getHeapUsage\` every ${SAMPLE_MS} ms through the inspector (V8 used heap + ArrayBuffer backing stores, which do not include WebAssembly memories), and every WebAssembly memory's size right after (\`Runtime.queryObjects\`; they never shrink, so that is their high-water mark). Peak = sampled peak of heap + buffers, plus the WASM memories. "After GC": heap + buffers once the complete is over and all garbage is collected (what of the peak was garbage still counted). The isolate does not answer the inspector while it runs a synchronous step: "unanswered" is the longest wait for one sample, a stretch in which the JS heap was not seen. "workerd RSS growth": the Worker process's resident memory from /proc every 5 ms, highest minus the value before the complete; it is read while the isolate is busy, but counts workerd, local R2 and D1 too and only pages touched. Bound: ≤ ${mib(MEMORY_TARGET_BYTES)} of ${mib(ISOLATE_BYTES)}.`,
+    `Memory: one complete per input on fresh \`wrangler dev\`s, so the conversion is the converter isolate's first (the codec instances are created by it); the converter's isolate, where the conversion runs, is read through its own inspector: \`Runtime.getHeapUsage\` every ${SAMPLE_MS} ms (V8 used heap + ArrayBuffer backing stores, which do not include WebAssembly memories), and every WebAssembly memory's size right after (\`Runtime.queryObjects\`; they never shrink, so that is their high-water mark). Peak = sampled peak of heap + buffers, plus the WASM memories. "After GC": heap + buffers once the complete is over and all garbage is collected (what of the peak was garbage still counted). The isolate does not answer the inspector while it runs a synchronous step: "unanswered" is the longest wait for one sample, a stretch in which the JS heap was not seen. "workerd RSS growth": the converter's workerd process's resident memory from /proc every 5 ms, highest minus the value before the complete; it is read while the isolate is busy, but counts workerd and its local R2 too and only pages touched. Bound: ≤ ${mib(MEMORY_TARGET_BYTES)} of ${mib(ISOLATE_BYTES)}. "API isolate peak": the API Worker's isolate through its own inspector at the same time, the same way (heap + buffers sampled, plus its WASM memories after): it sniffs the upload and waits on the binding, and holds no image.`,
     "",
     table(
       [
@@ -843,8 +881,9 @@ export function convertSection(conversion, facts) {
         "≤ 110 MiB",
         "Unanswered (samples)",
         "workerd RSS growth",
+        "API isolate peak",
       ],
-      [1, 3, 4, 5, 6, 8, 9, 11, 12],
+      [1, 3, 4, 5, 6, 8, 9, 11, 12, 13],
       memory.map((r) => [
         cell(`${r.input.hostile ? "hostile: " : ""}${r.input.name}`),
         `${num(r.input.bytes.length / 1e6)} MB`,
@@ -861,14 +900,17 @@ export function convertSection(conversion, facts) {
         r.peak === null ? "**unknown**" : r.peak <= MEMORY_TARGET_BYTES ? "yes" : "**no**",
         `${num(r.isolate.longestWaitMs)} ms (${r.isolate.samples})`,
         r.rssGrowth === null ? "–" : mib(r.rssGrowth),
+        mib(r.api.peak),
       ]),
     ),
     "",
     concurrent
-      ? `Two completes at once on one fresh isolate (${cell(concurrent.input.name)}, the input with the highest peak above): ${concurrent.outcomes.map(cell).join(" / ")}; peak **${mib(concurrent.peak)}** (${share(concurrent.peak)} of 128 MiB; one alone: ${mib(concurrent.single)}): JS heap ${mib(concurrent.isolate.peakUsed)}, buffers ${mib(concurrent.isolate.peakBuffers)}, WASM ${mib(concurrent.wasmBytes)}; workerd RSS growth ${concurrent.rssGrowth === null ? "–" : mib(concurrent.rssGrowth)}; both done in ${num(concurrent.wallMs)} ms.`
+      ? `Two completes at once on one fresh converter isolate (${cell(concurrent.input.name)}, the input with the highest peak above): ${concurrent.outcomes.map(cell).join(" / ")}; peak **${mib(concurrent.peak)}** (${share(concurrent.peak)} of 128 MiB; one alone: ${mib(concurrent.single)}): JS heap ${mib(concurrent.isolate.peakUsed)}, buffers ${mib(concurrent.isolate.peakBuffers)}, WASM ${mib(concurrent.wasmBytes)}; workerd RSS growth ${concurrent.rssGrowth === null ? "–" : mib(concurrent.rssGrowth)}; API isolate peak ${mib(concurrent.api.peak)}; both done in ${num(concurrent.wallMs)} ms.`
       : "Two completes at once: not run (no input converted).",
     "",
-    `After every speed input went through one isolate, its WebAssembly memories held ${mib(sum(wasmAfterAll))} (${wasmAfterAll.map((bytes) => num(bytes / 2 ** 20)).join(" + ")} MiB): the share a long-lived isolate keeps whatever it converts next.`,
+    apiPeakLine(memory, concurrent),
+    "",
+    `After every speed input went through one converter isolate, its WebAssembly memories held ${mib(sum(wasmAfterAll))} (${wasmAfterAll.map((bytes) => num(bytes / 2 ** 20)).join(" + ")} MiB): the share a long-lived isolate keeps whatever it converts next.`,
   ].join("\n");
 }
 

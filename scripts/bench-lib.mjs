@@ -290,10 +290,12 @@ export const BENCH_STORE = "b3e7c1a0-5d2f-4e8b-9a61-7c0d4e2f1b35";
 export const BENCH_TOKEN = "bench-token-all-abilities-0001";
 
 /**
- * Starts `wrangler dev` (loopback only) on a throwaway persist directory with the bench fixture loaded.
+ * Starts the two Workers with `wrangler dev` (loopback only; the converter, then the API, each a process of
+ * its own: dev-server.mjs) on a throwaway persist directory with the bench fixture loaded.
  * The general, PUT and complete limits are lifted: the load generator sends far more than a client may,
- * and the limiter's refusals would otherwise be what gets measured. `entry` swaps the Worker entry
- * (scripts/bench-worker.ts, the counting wrapper); `vars` adds `--var NAME:VALUE`s (e.g. BENCH_DELAY_MS).
+ * and the limiter's refusals would otherwise be what gets measured. `entry` swaps the API Worker's entry
+ * (scripts/bench-worker.ts, the counting wrapper); `vars` adds `--var NAME:VALUE`s (e.g. BENCH_DELAY_MS) to
+ * the API. The result has the API's `inspectorPort` and the converter's `converterInspectorPort`.
  */
 export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
   const root = await mkdtemp(join(tmpdir(), "bench-server-"));
@@ -301,24 +303,42 @@ export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
   const unregisterDir = onAbort(removeDir);
   const persistTo = join(root, "state");
   const project = await snapshotProject(join(root, "project"));
-  // wrangler's default inspector port may be taken by another `wrangler dev` on the machine.
-  const inspectorPort = await freePort();
-  const server = await startDevServer({
-    port: await freePort(),
-    persistTo,
-    extraArgs: [
-      ...(entry ? [join(project, relative(projectRoot, entry))] : []),
-      ...["--inspector-port", String(inspectorPort)],
-      ...["--var", "API_LIMIT_PER_MINUTE:1000000000"],
-      ...["--var", "PUT_LIMIT_PER_MINUTE:1000000000"],
-      ...["--var", "COMPLETE_LIMIT_PER_MINUTE:1000000000"],
-      ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
-    ],
-    stdio: ["ignore", "ignore", "inherit"],
-    // The snapshot's own configuration with two shards, as `npm run dev` runs: the fixture places its stores
-    // on them, so every read and write measured goes to a store's home (docs/scaling.md).
-    config: join(project, "wrangler.toml"),
-  });
+  const start = async () => {
+    // wrangler's default inspector port may be taken by another `wrangler dev` on the machine.
+    const inspectorPort = await freePort();
+    const server = await startDevServer({
+      port: await freePort(),
+      persistTo,
+      extraArgs: [
+        ...(entry ? [join(project, relative(projectRoot, entry))] : []),
+        ...["--inspector-port", String(inspectorPort)],
+        ...["--var", "API_LIMIT_PER_MINUTE:1000000000"],
+        ...["--var", "PUT_LIMIT_PER_MINUTE:1000000000"],
+        ...["--var", "COMPLETE_LIMIT_PER_MINUTE:1000000000"],
+        ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
+      ],
+      stdio: ["ignore", "ignore", "inherit"],
+      // The snapshot's own configuration with two shards, as `npm run dev` runs: the fixture places its stores
+      // on them, so every read and write measured goes to a store's home (docs/scaling.md).
+      config: join(project, "wrangler.toml"),
+    });
+    return { server, inspectorPort };
+  };
+  let started;
+  try {
+    started = await start();
+  } catch (error) {
+    // The API's two ports are chosen free before the converter's process starts, which picks its own two the
+    // same way: the converter (or any other process on the machine) may take one of them meanwhile, and the
+    // API's wrangler dev then exits with "Address already in use". Once more, on other ports.
+    log(`  wrangler dev did not start (${error.message}): once more on other ports`);
+    started = await start().catch(async (again) => {
+      await removeDir();
+      unregisterDir();
+      throw again;
+    });
+  }
+  const { server, inspectorPort } = started;
   const unregisterServer = onAbort(server.stop);
   if (fixture) await loadFixture(server.url, fixture);
   return {
@@ -326,10 +346,14 @@ export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
     persistTo,
     inspectorPort,
     async stop() {
-      // workerd busy in a long synchronous call may outlive wrangler (and then no longer be below it):
-      // its processes are noted first and killed if still there once wrangler has gone.
-      const below = descendants(server.child.pid).map((p) => p.pid);
-      await withTimeout(server.stop(), 15_000, "stopping wrangler dev").catch(() => server.child.kill("SIGKILL"));
+      // workerd busy in a long synchronous call (the converter's, mid-conversion) may outlive wrangler (and
+      // then no longer be below it): the processes of both are noted first and killed if still there once
+      // wrangler has gone.
+      const below = [server.child, server.converter].flatMap((child) => descendants(child.pid).map((p) => p.pid));
+      await withTimeout(server.stop(), 15_000, "stopping wrangler dev").catch(() => {
+        server.child.kill("SIGKILL");
+        server.converter.kill("SIGKILL");
+      });
       for (const pid of below) {
         try {
           process.kill(pid, "SIGKILL");
@@ -345,15 +369,20 @@ export async function startBenchServer({ entry, fixture, vars = {} } = {}) {
 }
 
 /**
- * A copy of what `wrangler dev` builds the Worker from (src, the bench Worker, the config, migrations, the
- * demo fixture the Worker imports its demo token from),
- * with node_modules linked. wrangler dev watches its sources and config and reloads the Worker when one
- * changes; on a tree others edit meanwhile that gave a fresh isolate (or a failed build) in the middle of
- * a measurement. The bench measures the code as it was when its server started.
+ * A copy of what `wrangler dev` builds the two Workers from (src, the bench Worker, the config, migrations, the
+ * demo fixture the Worker imports its demo token from; the converter's configuration, sources and types, which
+ * import src/converter/contract.ts and src/lib from the copied src), with node_modules linked. wrangler dev
+ * watches its sources and config and reloads the Worker when one changes; on a tree others edit meanwhile that
+ * gave a fresh isolate (or a failed build) in the middle of a measurement. The bench measures the code as it
+ * was when its servers started. The converter's C sources (converter/wasm) and tests are not copied: its
+ * build takes the compiled .wasm files from converter/src.
  */
 async function snapshotProject(dir) {
   const paths = [
     "src",
+    "converter/wrangler.toml",
+    "converter/src",
+    "converter/worker-configuration.d.ts",
     "migrations",
     "public",
     // The reference page pre-fills the demo token from it (src/dev/demo.ts).
@@ -377,15 +406,21 @@ async function snapshotProject(dir) {
 
 /** Runs `fn(server)` with a bench server, stopping it however `fn` ends. */
 export async function withBenchServer(options, fn) {
-  const server = await step("start wrangler dev", 150_000, () => startBenchServer(options));
+  const server = await step("start wrangler dev", 240_000, () => startBenchServer(options));
   try {
     return await fn(server);
   } catch (error) {
-    const code = server.child.exitCode ?? server.child.signalCode;
-    if (code === null) throw error;
-    throw new Error(`wrangler dev exited (${code}) during the step, see its output above: ${error.message}`, {
-      cause: error,
-    });
+    for (const [name, child] of [
+      ["the API's", server.child],
+      ["the converter's", server.converter],
+    ]) {
+      const code = child.exitCode ?? child.signalCode;
+      if (code === null) continue;
+      throw new Error(`${name} wrangler dev exited (${code}) during the step, see its output above: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw error;
   } finally {
     await server.stop();
   }
@@ -461,11 +496,15 @@ export function descendants(pid) {
 
 /**
  * The workerd processes of a `wrangler dev`: wrangler runs two, its dev proxy on the public port
- * (forwarding every request) and the Worker itself (the app, D1, R2 and the Durable Objects).
+ * (forwarding every request) and the Worker itself (the app, D1, R2 and the Durable Objects). `which` is
+ * "api" (the default) or "converter", the converter Worker's own `wrangler dev` (its public port read from
+ * the arguments it was started with).
  */
-export function workerdProcesses(server) {
-  const port = new URL(server.url).port;
-  return descendants(server.child.pid)
+export function workerdProcesses(server, which = "api") {
+  const child = which === "converter" ? server.converter : server.child;
+  const port =
+    which === "converter" ? child.spawnargs[child.spawnargs.indexOf("--port") + 1] : new URL(server.url).port;
+  return descendants(child.pid)
     .filter((p) => p.comm === "workerd")
     .map((p) => ({
       pid: p.pid,
@@ -708,8 +747,9 @@ export function publishReloadDocument() {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Connects to the Worker's isolate over the DevTools protocol, through the inspector proxy `wrangler dev`
- * runs on `server.inspectorPort` (it only accepts the DevTools front end's origin). Every call has a
+ * Connects to a Worker's isolate over the DevTools protocol, through the inspector proxy `wrangler dev`
+ * runs on `server.inspectorPort` (the API's; with `which: "converter"`, `server.converterInspectorPort`,
+ * the converter's) (it only accepts the DevTools front end's origin). Every call has a
  * deadline and fails naming its method; a closed connection fails every pending call at once.
  *
  * Two behaviours of workerd/wrangler the calls are built around (both seen with wrangler 4.156):
@@ -725,11 +765,12 @@ export function publishReloadDocument() {
  */
 export const INSPECTOR_CALL_MS = 20_000;
 
-export async function connectInspector(server, { callTimeoutMs = INSPECTOR_CALL_MS } = {}) {
-  const where = `the Worker's inspector on port ${server.inspectorPort}`;
-  const targets = await (
-    await fetch(`http://127.0.0.1:${server.inspectorPort}/json`, { signal: AbortSignal.timeout(10_000) })
-  ).json();
+export async function connectInspector(server, { callTimeoutMs = INSPECTOR_CALL_MS, which = "api" } = {}) {
+  // Each Worker has its own `wrangler dev` and so its own inspector: the API's (the default) and the
+  // converter's, whose isolate does the conversions.
+  const port = which === "converter" ? server.converterInspectorPort : server.inspectorPort;
+  const where = `the ${which === "converter" ? "converter" : "API"} Worker's inspector on port ${port}`;
+  const targets = await (await fetch(`http://127.0.0.1:${port}/json`, { signal: AbortSignal.timeout(10_000) })).json();
   if (!targets[0]?.webSocketDebuggerUrl) throw new Error(`${where} lists no target: ${JSON.stringify(targets)}`);
   const socket = new WebSocket(targets[0].webSocketDebuggerUrl, {
     headers: { Origin: "https://devtools.devprod.cloudflare.dev" },

@@ -11,8 +11,14 @@
 // - PUT /_bench/stream/{discard,r2,r2-transform}: the steps of the upload PUT taken one at a time (read the
 //   body and drop it; stream it into R2 through a FixedLengthStream; the same through a JS TransformStream
 //   first, as the PUT's byte counter did until this measurement had it removed), so the report can say
-//   where an upload's time and memory go.
+//   where an upload's time and memory go;
+// - PUT /_bench/stage (the body stored in R2 at a new key, answered) and POST /_bench/convert/{in-process,binding}
+//   (a ConvertJob as JSON): the converter's job on a staged image, run either here, in this isolate, by the
+//   converter's own code (`convertStaged`, as the API ran it before the conversion had a Worker of its own), or
+//   through the CONVERTER binding as complete asks it, so bench-two-workers.mjs can time what the binding adds.
 
+import { convertStaged } from "../converter/src/jobs";
+import type { ConvertJob } from "../src/converter/contract";
 import { homeBinding, homeNames } from "../src/db/shards";
 import worker from "../src/index";
 import { countingD1, countingNamespace, delayedBy, type Trips } from "./counting-bindings";
@@ -47,11 +53,30 @@ async function streamStep(step: string, request: Request, env: Env): Promise<Res
   return new Response(null, { status: 204 });
 }
 
+/** Stores the body at a new key of the bucket, untimed setup for {@link convertJob}; answers the key. */
+async function stage(request: Request, env: Env): Promise<Response> {
+  const key = `bench/staged/${crypto.randomUUID()}`;
+  await env.BUCKET.put(key, await request.arrayBuffer());
+  return Response.json({ key });
+}
+
+/** The converter's job run in this isolate or through the binding (see the top of the file); answers its outcome. */
+async function convertJob(how: string, request: Request, env: Env): Promise<Response> {
+  const job = await request.json<ConvertJob>();
+  if (how === "in-process") return Response.json(await convertStaged(env.BUCKET, job));
+  if (how === "binding") return Response.json(await env.CONVERTER.convert(job));
+  return new Response("unknown way", { status: 404 });
+}
+
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     if (request.method === "PUT" && url.pathname.startsWith("/_bench/stream/")) {
       return streamStep(url.pathname.slice("/_bench/stream/".length), request, env);
+    }
+    if (request.method === "PUT" && url.pathname === "/_bench/stage") return stage(request, env);
+    if (request.method === "POST" && url.pathname.startsWith("/_bench/convert/")) {
+      return convertJob(url.pathname.slice("/_bench/convert/".length), request, env);
     }
     const far = delayedBy(Number((env as unknown as { BENCH_DELAY_MS?: string }).BENCH_DELAY_MS ?? 0) || 0);
     const trips: Trips = [];

@@ -1,8 +1,9 @@
 // `npm run bench`: every benchmark of docs/benchmarks.md in one run, written as one report.
 //
 //   1. request overhead: three read routes beside a trivial one of the same Worker (bench-requests.mjs)
-//   2. conversion: complete through the Worker beside sharp (libvips), memory inside workerd per input,
-//      hostile inputs, two completes at once (bench-convert.mjs; docs/measuring-conversion.md)
+//   2. conversion: complete through the two Workers beside sharp (libvips), the converter isolate's memory
+//      inside workerd per input (and the API isolate's beside it), hostile inputs, two completes at once
+//      (bench-convert.mjs; docs/measuring-conversion.md)
 //   3. upload streaming: a 95 MB PUT through the Worker beside a plain server, and 1 GB in parts beside the
 //      single PUT and the plain server (bench-upload.mjs)
 //   4. subscriptions at scale: the endpoint beside raw SQLite (bench-subscriptions.mjs)
@@ -11,9 +12,12 @@
 //      Object call delayed by 50 ms (bench-latency.mjs; docs/latency.md)
 //   7. responsive widths: a cold `?width=N` beside sharp, warm reads beside the trivial route, bytes per
 //      width (bench-widths.mjs; docs/responsive-images.md)
+//   11. two Workers: product reads alone and while 12 MP JPEGs complete back to back, and a complete against
+//      the same conversion run in the API's isolate (bench-two-workers.mjs)
 //
 // Every part can also run alone (`npm run bench:requests`, `bench:convert`, `bench:upload`,
-// `bench:subscriptions`, `bench:publish`, `bench:widths`), rewriting only its own block. Here one `wrangler dev` serves
+// `bench:subscriptions`, `bench:publish`, `bench:widths`, `bench:two-workers`), rewriting only its own block.
+// Each "wrangler dev" below is two processes, the converter Worker's and the API's. Here one `wrangler dev` serves
 // parts 1, 3 and 5, one counting Worker (scripts/bench-worker.ts) the statement counts and the upload's
 // decomposition, and part 2 starts its own (one for speed, then a fresh one per input, so each memory
 // figure is that of a fresh isolate). Everything listens on 127.0.0.1 and lives in throwaway directories.
@@ -59,6 +63,13 @@ import {
   subscriptionsSection,
 } from "./bench-subscriptions.mjs";
 import {
+  benchTwoWorkers,
+  readGoals,
+  TWO_WORKER_GOALS,
+  twoWorkersHeading,
+  twoWorkersSection,
+} from "./bench-two-workers.mjs";
+import {
   decomposeUpload,
   GROWTH_LIMIT_BYTES,
   MULTIPART_BYTES,
@@ -72,7 +83,7 @@ import {
 } from "./bench-upload.mjs";
 import { measureWidths, widthsFixture, widthsHeading, widthsSection } from "./bench-widths.mjs";
 
-const RUN_LIMIT_MS = 38 * 60_000;
+const RUN_LIMIT_MS = 42 * 60_000;
 const MINUTE = 60_000;
 
 installWatchdog(RUN_LIMIT_MS);
@@ -92,6 +103,7 @@ let streamSteps;
 let inserts;
 let latency;
 let widths;
+let twoWorkers;
 await runMain(async () => {
   facts = await machineFacts();
   log(`machine: ${machineLine(facts)}`);
@@ -136,6 +148,8 @@ await runMain(async () => {
   widths = await step("7. responsive widths", 8 * MINUTE, () =>
     withBenchServer({ fixture: widthsFixture() }, measureWidths),
   );
+  log("11. two Workers");
+  twoWorkers = await step("11. two Workers", 10 * MINUTE, () => benchTwoWorkers());
 
   const duration = elapsedSeconds();
   await writeBlock("bench-requests", requestsHeading, requestsSection(requests, requestCounts, facts));
@@ -146,6 +160,7 @@ await runMain(async () => {
   await writeBlock("bench-publish", publishHeading, publishSection(publish, publishCount, inserts, facts));
   await writeBlock("latency", "## 6. Latency from far away (round trips, injected delay)", latency.report);
   await writeBlock("bench-widths", widthsHeading, widthsSection(widths, facts));
+  await writeBlock("bench-two-workers", twoWorkersHeading, twoWorkersSection(twoWorkers, facts));
   console.log(`\n${summary(duration)}\n`);
   log("wrote docs/benchmarks.md");
 });
@@ -173,21 +188,21 @@ function summary(duration) {
       c.refused
         ? [
             "2",
-            `${c.input.name}: complete in the Worker / sharp`,
+            `${c.input.name}: complete through the two Workers / sharp`,
             `not converted (${c.refused.slice(0, 80)})`,
             `≤ ${SHARP_RATIO_LIMIT}×`,
             "–",
           ]
         : [
             "2",
-            `${c.input.name}: complete in the Worker / sharp (one thread, same size, q80, effort 2)`,
+            `${c.input.name}: complete through the two Workers / sharp (one thread, same size, q80, effort 2)`,
             spread(c.ratio, times),
             c.input.fixedCost ? "– (fixed cost)" : `≤ ${SHARP_RATIO_LIMIT}×`,
             c.input.fixedCost ? "–" : verdict(c.ratio.median > SHARP_RATIO_LIMIT),
           ],
     );
   }
-  // The isolate's peak in workerd: JS heap + ArrayBuffers sampled every 20 ms, plus the WASM memories.
+  // The converter isolate's peak in workerd: JS heap + ArrayBuffers sampled every 20 ms, plus the WASM memories.
   const ordinary = conversion.memory.filter((m) => !m.input.hostile);
   const hostile = conversion.memory.filter((m) => m.input.hostile);
   for (const [label, group] of [
@@ -209,7 +224,7 @@ function summary(duration) {
     const top = measured.reduce((a, b) => (b.peak > a.peak ? b : a));
     rows.push([
       "2",
-      `Isolate peak in workerd, one complete on a fresh isolate, highest of the ${label} (${top.input.name})`,
+      `Converter isolate peak in workerd, one complete on a fresh isolate, highest of the ${label} (${top.input.name})`,
       `${mib(top.peak)} (isolate: ${mib(ISOLATE_BYTES)})`,
       `≤ ${mib(MEMORY_TARGET_BYTES)}`,
       verdict(top.peak > MEMORY_TARGET_BYTES),
@@ -219,12 +234,17 @@ function summary(duration) {
     const c = conversion.concurrent;
     rows.push([
       "2",
-      `Isolate peak in workerd, two completes at once (${c.input.name})`,
+      `Converter isolate peak in workerd, two completes at once (${c.input.name})`,
       `${mib(c.peak)} (isolate: ${mib(ISOLATE_BYTES)})`,
       `≤ ${mib(MEMORY_TARGET_BYTES)}`,
       verdict(c.peak > MEMORY_TARGET_BYTES),
     ]);
   }
+  const apiPeak = Math.max(
+    ...conversion.memory.map((m) => m.api.peak),
+    ...(conversion.concurrent ? [conversion.concurrent.api.peak] : []),
+  );
+  rows.push(["2", "API isolate peak in workerd during the completes above (highest)", mib(apiPeak), "–", "–"]);
   rows.push(["3", "95 MB PUT: Worker time / plain server time", spread(upload.ratio, times), "–", "–"]);
   rows.push([
     "3",
@@ -269,6 +289,23 @@ function summary(duration) {
     `${publishCount.statements} in ${publishCount.trips.length} round trips (one batch of ${Math.max(...publishCount.trips)})`,
     "–",
     "–",
+  ]);
+  const reads = twoWorkers.reads;
+  const goals = readGoals(reads);
+  rows.push([
+    "11",
+    `Product read while 12 MP JPEGs complete: busy max; busy p99 (quiet p99 ${num(reads.quiet.p99)} ms)`,
+    `${num(reads.busy.max)} ms; ${num(reads.busy.p99)} ms`,
+    `≤ ${num(goals.maxBound)} ms (quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms}); ≤ ${num(goals.p99Bound)} ms (${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99)`,
+    verdict(!goals.maxMet || !goals.p99Met),
+  ]);
+  const large = twoWorkers.split[0];
+  rows.push([
+    "11",
+    "12 MP JPEG: conversion through the binding − in the API's isolate; complete − in the API's isolate",
+    `${spread(large.bindingCost)} ms; ${spread(large.completeCost)} ms`,
+    `≤ ${TWO_WORKER_GOALS.bindingCostMs} ms (the binding's share)`,
+    verdict(large.bindingCost.median > TWO_WORKER_GOALS.bindingCostMs),
   ]);
   return [
     `Last full run: ${machineLine(facts)}; curl ${facts.curl}. The run took ${Math.floor(duration / 60)} min ${Math.round(duration % 60)} s.`,

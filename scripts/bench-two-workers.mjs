@@ -1,0 +1,366 @@
+// Item 11 of `npm run bench`: what the converter's Worker of its own buys the API and what it costs a complete.
+//
+// 1. Reads while photos complete: the product read (`GET /products/{id}`, the bench fixture's token) one at a
+//    time, one every 20 ms (the pause after each answer) for N seconds with nothing else running (quiet), then
+//    the same while 12 MP JPEGs (4000 × 3000, photo-like pixels, quality 85) complete back to back (prepare,
+//    PUT, complete, again; one at a time) through the two Workers (busy); twice, the phases alternating, the
+//    samples of each kind pooled. A conversion runs in the converter's isolate, in a `wrangler dev` process of
+//    its own: the API's isolate only waits on the binding, so a read should not wait on a conversion's CPU.
+//    Goals: busy max ≤ quiet p99 + 50 ms, busy p99 ≤ 2 × quiet p99. The busy reads are also given by what the
+//    completes were doing when each was sent (the PUT streams the file through the API's own isolate).
+// 2. Complete through the two Workers against the conversion in-process: on the counting Worker
+//    (scripts/bench-worker.ts), per round and the same JPEG, (a) a complete, (b) the converter's job on
+//    the staged bytes asked through the CONVERTER binding exactly as complete asks it, (c) the same job run by
+//    the converter's own code (`convertStaged`) inside the API's isolate, as a complete converted before the
+//    converter had a Worker of its own. Each is one HTTP request timed by this process, the staging untimed;
+//    the three take turns within a round. (b) − (c) is what the second Worker adds to a conversion (goal
+//    ≤ 10 ms); (a) − (c) adds the complete's own work (the coordinator, D1, sniffing, deleting the staged
+//    bytes), measured alone by the 64 × 64 JPEG rows.
+//
+//   npm run bench:two-workers                 this part alone; rewrites its block of docs/benchmarks.md
+//   npm run bench:two-workers -- --seconds=N  N seconds per phase of part 1 (default 15; 4 phases)
+
+import sharp from "sharp";
+import { loadImageHelpers } from "./bench-convert.mjs";
+import {
+  BENCH_STORE,
+  BENCH_TOKEN,
+  benchFixture,
+  benchIds,
+  call,
+  countingEntry,
+  installWatchdog,
+  isMain,
+  log,
+  machineFacts,
+  machineLine,
+  num,
+  percentile,
+  runMain,
+  spread,
+  stats,
+  step,
+  table,
+  withBenchServer,
+  writeBlock,
+} from "./bench-lib.mjs";
+
+const MINUTE = 60_000;
+/** The pause after each read's answer. */
+const READ_INTERVAL_MS = 20;
+const DEFAULT_SECONDS = 15;
+/** Quiet and busy phases of part 1, alternated (drift of a shared machine falls on both). */
+const READ_ROUNDS = 2;
+/** Rounds of part 2, after one untimed round. */
+const SPLIT_ROUNDS = 9;
+/** The goals of the converter's own Worker (issue 32). */
+export const TWO_WORKER_GOALS = { busyMaxOverQuietP99Ms: 50, busyP99OverQuietP99: 2, bindingCostMs: 10 };
+
+const productPath = `/products/${benchIds.crossSellProduct}`;
+const bearer = { Authorization: `Bearer ${BENCH_TOKEN}`, "X-Service-Store": BENCH_STORE };
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The JPEGs: 12 MP photo-like pixels (the tests' generator) at quality 85, and a 64 × 64 one. */
+async function photos() {
+  const images = await loadImageHelpers();
+  const jpeg = (width, height) =>
+    sharp(images.photoLike(width, height), { raw: { width, height, channels: 4 } })
+      .removeAlpha()
+      .jpeg({ quality: 85 })
+      .toBuffer();
+  return { large: await jpeg(4000, 3000), small: await jpeg(64, 64) };
+}
+
+/** prepare + PUT; the upload's id. */
+async function upload(server, bytes) {
+  const { body: reservation } = await call(server, "POST", "/media-uploads", {
+    body: { filename: "photo.jpg", content_type: "image/jpeg", size: bytes.length, type: "image" },
+    expected: 201,
+  });
+  const put = await fetch(reservation.upload_request.url, {
+    method: "PUT",
+    headers: reservation.upload_request.headers,
+    body: bytes,
+  });
+  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${(await put.text()).slice(0, 300)}`);
+  return reservation.id;
+}
+
+/** The timed complete of an uploaded JPEG; it must convert. */
+async function timedComplete(server, id) {
+  const start = performance.now();
+  const response = await fetch(`${server.url}/api/v1/media-uploads/${id}/complete`, {
+    method: "POST",
+    headers: bearer,
+  });
+  const text = await response.text();
+  const ms = performance.now() - start;
+  if (response.status !== 201 || !JSON.parse(text).file_url?.endsWith(".webp")) {
+    throw new Error(`complete: ${response.status} ${text.slice(0, 300)}`);
+  }
+  return ms;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Reads while photos complete
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Product reads one at a time, a pause of READ_INTERVAL_MS after each, until `until` (performance.now()); each
+ * sample notes what `during()` said when the read was sent (the step of the completes under way).
+ */
+async function readUntil(server, until, during = () => "quiet") {
+  const samples = [];
+  while (performance.now() < until) {
+    const step = during();
+    const start = performance.now();
+    const response = await fetch(`${server.url}/api/v1${productPath}`, { headers: bearer });
+    await response.arrayBuffer();
+    samples.push({ ms: performance.now() - start, during: step });
+    if (response.status !== 200) throw new Error(`GET ${productPath}: ${response.status}`);
+    await sleep(READ_INTERVAL_MS);
+  }
+  return samples;
+}
+
+function latencies(samples) {
+  const sorted = samples.map((sample) => sample.ms).sort((a, b) => a - b);
+  if (sorted.length === 0) return { n: 0, p50: null, p99: null, max: null };
+  return { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) };
+}
+
+/** While `reading()`, 12 MP JPEGs complete one after another; `step` says which request is under way. */
+function completeBackToBack(server, jpeg, reading) {
+  const state = { step: "between", completes: [] };
+  const done = (async () => {
+    while (reading()) {
+      state.step = "prepare + PUT";
+      const id = await upload(server, jpeg);
+      state.step = "complete";
+      state.completes.push(await timedComplete(server, id));
+      state.step = "between";
+    }
+  })();
+  return { state, done };
+}
+
+/**
+ * READ_ROUNDS rounds of quiet reads for `seconds`, then the same while 12 MP JPEGs complete back to back;
+ * the samples of all quiet phases are pooled, and those of all busy phases.
+ */
+async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
+  // Untimed: the read's kept answer, the converter isolate's codec instances.
+  await readUntil(server, performance.now() + 1000);
+  await timedComplete(server, await upload(server, jpeg));
+
+  const quietSamples = [];
+  const busySamples = [];
+  const completes = [];
+  for (let round = 0; round < READ_ROUNDS; round++) {
+    const quiet = await readUntil(server, performance.now() + seconds * 1000);
+    quietSamples.push(...quiet);
+    let reading = true;
+    const loop = completeBackToBack(server, jpeg, () => reading);
+    let busy;
+    try {
+      busy = await readUntil(server, performance.now() + seconds * 1000, () => loop.state.step);
+    } finally {
+      reading = false;
+      await loop.done;
+    }
+    busySamples.push(...busy);
+    completes.push(...loop.state.completes);
+    const q = latencies(quiet);
+    const b = latencies(busy);
+    log(
+      `  round ${round + 1}: quiet ${q.n} reads, p50 ${num(q.p50)} ms, p99 ${num(q.p99)} ms, max ${num(q.max)} ms; busy ${b.n} reads, p50 ${num(b.p50)} ms, p99 ${num(b.p99)} ms, max ${num(b.max)} ms; ${loop.state.completes.length} completes, ${spread(stats(loop.state.completes))} ms`,
+    );
+  }
+  const result = {
+    seconds,
+    rounds: READ_ROUNDS,
+    quiet: latencies(quietSamples),
+    busy: latencies(busySamples),
+    // The busy reads by what the completes were doing when each was sent: the conversion runs during
+    // "complete" only; "prepare + PUT" streams the 12 MP file through the API's own isolate.
+    busyDuring: Object.fromEntries(
+      ["complete", "prepare + PUT", "between"].map((step) => [
+        step,
+        latencies(busySamples.filter((sample) => sample.during === step)),
+      ]),
+    ),
+    completes: stats(completes),
+    jpegBytes: jpeg.length,
+  };
+  log(
+    `  all: quiet p50 ${num(result.quiet.p50)} p99 ${num(result.quiet.p99)} max ${num(result.quiet.max)} ms; busy p50 ${num(result.busy.p50)} p99 ${num(result.busy.p99)} max ${num(result.busy.max)} ms; during the complete p99 ${num(result.busyDuring.complete.p99)} max ${num(result.busyDuring.complete.max)} ms`,
+  );
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Complete through the two Workers against the conversion in-process
+// ---------------------------------------------------------------------------------------------
+
+/** Stages `bytes` at a new key (untimed) and times the converter's job on it, `how` = in-process or binding. */
+async function timedJob(server, bytes, how) {
+  const staged = await fetch(`${server.url}/_bench/stage`, { method: "PUT", body: bytes });
+  if (staged.status !== 200) throw new Error(`PUT /_bench/stage: ${staged.status} ${await staged.text()}`);
+  const { key } = await staged.json();
+  const job = { source: key, target: `${key}.webp`, format: "jpeg", maxEdge: 2560 };
+  const start = performance.now();
+  const response = await fetch(`${server.url}/_bench/convert/${how}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(job),
+  });
+  const text = await response.text();
+  const ms = performance.now() - start;
+  if (response.status !== 200 || !JSON.parse(text).converted) {
+    throw new Error(`POST /_bench/convert/${how}: ${response.status} ${text.slice(0, 300)}`);
+  }
+  return ms;
+}
+
+const ways = {
+  complete: async (server, bytes) => timedComplete(server, await upload(server, bytes)),
+  binding: (server, bytes) => timedJob(server, bytes, "binding"),
+  "in-process": (server, bytes) => timedJob(server, bytes, "in-process"),
+};
+
+/** Per input (12 MP, 64 × 64), SPLIT_ROUNDS rounds of the three ways taking turns; per-round differences. */
+async function measureSplit(server, { large, small }) {
+  const rows = [];
+  for (const [name, bytes] of [
+    ["12 MP JPEG, 4000×3000, quality 85", large],
+    ["64×64 JPEG (the fixed cost)", small],
+  ]) {
+    // Untimed: both isolates' codec instances.
+    for (const way of Object.values(ways)) await way(server, bytes);
+    const rounds = [];
+    for (let round = 0; round < SPLIT_ROUNDS; round++) {
+      const names = Object.keys(ways);
+      const figures = {};
+      for (let k = 0; k < names.length; k++) {
+        const way = names[(round + k) % names.length];
+        figures[way] = await ways[way](server, bytes);
+      }
+      rounds.push(figures);
+    }
+    const of = (fn) => stats(rounds.map(fn));
+    const row = {
+      name,
+      bytes: bytes.length,
+      complete: of((r) => r.complete),
+      binding: of((r) => r.binding),
+      inProcess: of((r) => r["in-process"]),
+      bindingCost: of((r) => r.binding - r["in-process"]),
+      completeCost: of((r) => r.complete - r["in-process"]),
+    };
+    rows.push(row);
+    log(
+      `  ${name}: complete ${spread(row.complete)} ms, binding ${spread(row.binding)} ms, in-process ${spread(row.inProcess)} ms; binding − in-process ${spread(row.bindingCost)} ms, complete − in-process ${spread(row.completeCost)} ms`,
+    );
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------
+
+/** Whether the reads met their goals: busy max and p99 against quiet p99. */
+export function readGoals(reads) {
+  const maxBound = reads.quiet.p99 + TWO_WORKER_GOALS.busyMaxOverQuietP99Ms;
+  const p99Bound = reads.quiet.p99 * TWO_WORKER_GOALS.busyP99OverQuietP99;
+  return { maxBound, p99Bound, maxMet: reads.busy.max <= maxBound, p99Met: reads.busy.p99 <= p99Bound };
+}
+
+const yes = (met) => (met ? "yes" : "**no**");
+
+export function twoWorkersSection({ reads, split }, facts) {
+  const goals = readGoals(reads);
+  const large = split[0];
+  return [
+    `Measured ${machineLine(facts)}.`,
+    "",
+    `Reads while photos complete: \`GET /api/v1/products/{id}\` (the bench fixture's token; the isolate's kept answer, 0 D1 trips warm) one at a time, a pause of ${READ_INTERVAL_MS} ms after each answer, for ${reads.seconds} s alone (quiet), then for ${reads.seconds} s while 12 MP JPEGs (4000×3000, photo-like pixels, quality 85, ${num(reads.jpegBytes / 1e6)} MB) complete back to back, one at a time (prepare, PUT, complete; the API sniffs, the converter Worker converts in its own \`wrangler dev\` process); ${reads.rounds} rounds of both, alternating, the samples of each kind pooled. After one untimed read second and one untimed complete. The busy reads are then split by what the completes were doing when the read was sent: the complete (the conversion runs), or prepare + PUT (the 12 MP file streams through the API's own isolate). Times in ms, from this process (HTTP on loopback included).`,
+    "",
+    table(
+      ["Phase", "Reads", "p50", "p99", "max", "Completes meanwhile"],
+      [1, 2, 3, 4],
+      [
+        ["quiet", reads.quiet.n, num(reads.quiet.p50), num(reads.quiet.p99), num(reads.quiet.max), "–"],
+        [
+          "busy",
+          reads.busy.n,
+          num(reads.busy.p50),
+          num(reads.busy.p99),
+          num(reads.busy.max),
+          `${reads.completes.n}, ${spread(reads.completes)} ms each`,
+        ],
+        ...Object.entries(reads.busyDuring).map(([during, figures]) => [
+          `busy, sent during ${during}`,
+          figures.n,
+          num(figures.p50),
+          num(figures.p99),
+          num(figures.max),
+          "",
+        ]),
+      ],
+    ),
+    "",
+    `Goals: busy max ≤ quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms} ms: ${num(reads.busy.max)} ≤ ${num(goals.maxBound)}: ${yes(goals.maxMet)}; busy p99 ≤ ${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99: ${num(reads.busy.p99)} ≤ ${num(goals.p99Bound)}: ${yes(goals.p99Met)}.`,
+    "",
+    `Complete through the two Workers against the conversion in-process, on the counting Worker (\`scripts/bench-worker.ts\`; its D1 counting is in the complete's time, microseconds): per round, the same JPEG (a) completed (prepare and PUT untimed), (b) staged in R2 (untimed) and converted by the converter's job asked through the \`CONVERTER\` binding exactly as complete asks it (\`POST /_bench/convert/binding\`), (c) staged likewise and converted by the converter's own code (\`convertStaged\`: read from R2, convert, write the WebP) inside the API's isolate (\`POST /_bench/convert/in-process\`), as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed here; the three take turns; ${SPLIT_ROUNDS} rounds after one untimed round of each. (b) − (c): what the second Worker adds to a conversion; (a) − (c): that plus the complete's own work (coordinator, D1, sniffing, deleting the staged bytes), which the 64×64 row shows alone. Differences are taken within each round. Figures: median (min–max), ms.`,
+    "",
+    table(
+      ["Input", "File", "(a) complete", "(b) binding", "(c) in-process", "(b) − (c)", "(a) − (c)"],
+      [1, 2, 3, 4, 5, 6],
+      split.map((r) => [
+        r.name,
+        `${num(r.bytes / 1e6)} MB`,
+        spread(r.complete),
+        spread(r.binding),
+        spread(r.inProcess),
+        spread(r.bindingCost),
+        spread(r.completeCost),
+      ]),
+    ),
+    "",
+    `Goal: a 12 MP complete through the two Workers at most ${TWO_WORKER_GOALS.bindingCostMs} ms over the conversion in-process, for what the second Worker adds: (b) − (c) = ${num(large.bindingCost.median)} ms: ${yes(large.bindingCost.median <= TWO_WORKER_GOALS.bindingCostMs)}. The whole complete is ${num(large.completeCost.median)} ms over (c), the complete's own work included (64×64: ${num(split[1].completeCost.median)} ms).`,
+  ].join("\n");
+}
+
+export const twoWorkersHeading = "## 11. Two Workers: reads while photos complete";
+
+/** Both parts, each on its own servers: the app's own entry for the reads, the counting Worker for the split. */
+export async function benchTwoWorkers({ seconds = DEFAULT_SECONDS } = {}) {
+  const jpegs = await step("generate the JPEGs", 3 * MINUTE, () => photos());
+  log(`  12 MP JPEG ${num(jpegs.large.length / 1e6)} MB, 64×64 JPEG ${jpegs.small.length} bytes`);
+  const reads = await step("reads while photos complete", 3 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, () =>
+    withBenchServer({ fixture: benchFixture() }, (server) => measureReads(server, jpegs.large, { seconds })),
+  );
+  const split = await step("complete against the conversion in-process", 6 * MINUTE, () =>
+    withBenchServer({ entry: countingEntry, fixture: benchFixture() }, (server) => measureSplit(server, jpegs)),
+  );
+  return { reads, split };
+}
+
+if (isMain(import.meta.url)) {
+  const secondsArg = process.argv.find((arg) => arg.startsWith("--seconds="))?.slice("--seconds=".length);
+  const seconds = secondsArg ? Number(secondsArg) : DEFAULT_SECONDS;
+  if (!(seconds > 0 && seconds <= 120)) {
+    console.error("bench: --seconds= takes a number of seconds from 1 to 120");
+    process.exit(2);
+  }
+  installWatchdog(14 * MINUTE + 2 * READ_ROUNDS * seconds * 1000);
+  await runMain(async () => {
+    const facts = await machineFacts();
+    const result = await step("11. two Workers", 13 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, () =>
+      benchTwoWorkers({ seconds }),
+    );
+    await writeBlock("bench-two-workers", twoWorkersHeading, twoWorkersSection(result, facts));
+    log("wrote docs/benchmarks.md (two Workers)");
+  });
+}
