@@ -27,15 +27,8 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations("./migrations"),
               },
               // The converter Worker, as wrangler builds it for a deploy, behind the API's CONVERTER binding
-              // (wrangler.toml): the API's tests convert through the same RPC as production, in another
-              // Worker that shares the bucket.
-              workers: [
-                {
-                  ...converterSettings(),
-                  modules: buildConverter(),
-                  r2Buckets: { BUCKET: "storefront-checkout-media" },
-                },
-              ],
+              // (wrangler.toml): the API's tests convert through the same RPC as production, in another Worker.
+              workers: [{ ...converterSettings(), modules: buildConverter() }],
             },
           })),
         ],

@@ -6,7 +6,7 @@ import type {
   WidthJob,
   WidthOutcome,
 } from "../../src/converter/contract";
-import { convertStaged, describeWebp, makeWidth } from "./jobs";
+import { convertStill, describeWebp, makeWidth } from "./jobs";
 
 /**
  * The converter Worker: the RPC entrypoint the API Worker's `CONVERTER` binding names. Each call runs on an
@@ -14,15 +14,15 @@ import { convertStaged, describeWebp, makeWidth } from "./jobs";
  */
 export class Converter extends WorkerEntrypoint<ConverterEnv> implements ConverterService {
   convert(job: ConvertJob): Promise<ConvertOutcome> {
-    return convertStaged(this.env.BUCKET, job);
+    return convertStill(job);
   }
 
   makeWidth(job: WidthJob): Promise<WidthOutcome> {
-    return makeWidth(this.env.BUCKET, job);
+    return makeWidth(job);
   }
 
-  describe(key: string): Promise<{ width: number; height: number; animated: boolean } | null> {
-    return describeWebp(this.env.BUCKET, key);
+  async describe(head: Uint8Array): Promise<{ width: number; height: number; animated: boolean } | null> {
+    return describeWebp(head);
   }
 }
 

@@ -1,5 +1,5 @@
 import { log } from "../lib/log";
-import type { ConverterService } from "./contract";
+import type { ConverterService, SourceBytes } from "./contract";
 
 /**
  * The API Worker's side of the converter: every call over the `CONVERTER` binding goes through
@@ -47,4 +47,20 @@ export async function askConverter<T>(
     log.error("converter: the call failed", { ...context, error: String(error) });
     throw new ConverterUnavailableError(causeOf(error));
   }
+}
+
+/**
+ * An R2 object as the converter reads it: its size, and a GET of its body on every `open` (the converter calls
+ * it back over the binding; a decoder that reads the file twice, as a GIF's scan then its decoding, opens it
+ * twice).
+ */
+export function r2Source(bucket: R2Bucket, key: string, size: number): SourceBytes {
+  return {
+    size,
+    async open() {
+      const object = await bucket.get(key);
+      if (!object) throw new Error(`the object at ${key} is gone`);
+      return object.body;
+    },
+  };
 }

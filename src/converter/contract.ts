@@ -2,6 +2,12 @@
  * What the API Worker asks of the converter Worker (converter/src/index.ts) over the `CONVERTER` service
  * binding, and what it answers. Both Workers read this file; it holds types and the one limit both check, no
  * code that runs, so the API's bundle carries nothing of the converter.
+ *
+ * Bytes travel through the binding as streams, never whole: the converter reads a source by calling back into
+ * the API (`open`, an RPC callback that GETs the object from R2 each time it is called) and answers what it
+ * made as a stream the API pipes into R2. The converter binds no storage of its own, so the two Workers never
+ * share a bucket: two `wrangler dev` processes cannot share one local R2 store under concurrent writes, and
+ * one path serves production and local development alike.
  */
 
 /** A still image's format, as sniffing found it from the bytes. */
@@ -10,12 +16,15 @@ export type StillFormat = "jpeg" | "png" | "webp" | "gif" | "bmp";
 /** Largest `MAX_IMAGE_EDGE` the converter's memory plan holds (docs/conversion.md). */
 export const maxSupportedEdge = 2560;
 
-/** Converts the still image at `source` (a staged upload) to a WebP written at `target`. */
+/** An object's bytes as the converter reads them: its size, and its body from the first byte on each call. */
+export type SourceBytes = {
+  size: number;
+  open(): Promise<ReadableStream<Uint8Array>>;
+};
+
+/** Converts a still image (a staged upload) to WebP. */
 export type ConvertJob = {
-  /** R2 key of the staged bytes; left in place (the API deletes them once the complete is recorded). */
-  source: string;
-  /** R2 key of the WebP, written with its `width` and `height` in its custom metadata. */
-  target: string;
+  source: SourceBytes;
   format: StillFormat;
   /** Long edge of the WebP (`MAX_IMAGE_EDGE`): never upscaled. */
   maxEdge: number;
@@ -24,26 +33,25 @@ export type ConvertJob = {
 /** Why the bytes cannot be converted: the message's detail, in plain words, and which kind of refusal. */
 export type Refusal = { refused: "too-large" | "unconvertible"; detail: string };
 
+/** A WebP made by the converter: its size in pixels, its length, and its bytes as a stream of that length. */
+export type ConvertedWebp = { width: number; height: number; size: number; body: ReadableStream<Uint8Array> };
+
 export type ConvertOutcome =
-  /** Written at the job's `target`. */
-  | { converted: { width: number; height: number; size: number } }
+  | { converted: ConvertedWebp }
   /** A GIF of more than one frame: hosted unchanged, as an animation, not converted. */
   | { animated: true }
-  | Refusal
-  /** No object at `source`. */
-  | { missing: true };
+  | Refusal;
 
-/** Re-encodes the converted image at `source` exactly `width × height` (a `?width=` variant). */
-export type WidthJob = { source: string; width: number; height: number };
+/** Re-encodes a converted image exactly `width × height` (a `?width=` variant). */
+export type WidthJob = { source: SourceBytes; width: number; height: number };
 
-export type WidthOutcome =
-  /** The variant's bytes, and R2's entity tag for them as one put would give it (their MD5). */
-  { bytes: Uint8Array; etag: string } | { missing: true };
+/** A variant's bytes (small: a width), and R2's entity tag for them as one put would give it (their MD5). */
+export type WidthOutcome = { bytes: Uint8Array; etag: string };
 
 /** The converter's RPC methods: what the API's binding may call. */
 export interface ConverterService {
   convert(job: ConvertJob): Promise<ConvertOutcome>;
   makeWidth(job: WidthJob): Promise<WidthOutcome>;
-  /** The size of a hosted WebP from its first bytes (images hosted before their size was kept in metadata). */
-  describe(key: string): Promise<{ width: number; height: number; animated: boolean } | null>;
+  /** A WebP's canvas size from its first bytes (images hosted before their size was kept in metadata). */
+  describe(head: Uint8Array): Promise<{ width: number; height: number; animated: boolean } | null>;
 }

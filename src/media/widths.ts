@@ -1,5 +1,6 @@
 import { setting } from "../config";
-import { askConverter } from "../converter/client";
+import { askConverter, r2Source } from "../converter/client";
+import type { SourceBytes } from "../converter/contract";
 import { ApiError } from "../http/errors";
 import { log } from "../lib/log";
 import { mediaKey, mediaWidthKey } from "../storage/keys";
@@ -116,7 +117,7 @@ export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
   }
   if (!source || width >= source.width) return null;
   const size = { width, height: scaledHeight(source.width, source.height, width) };
-  return makeOnce(ask, { width, key, cacheKey, size, hostedKey });
+  return makeOnce(ask, { width, key, cacheKey, size, hosted: r2Source(env.BUCKET, hostedKey, hosted.size) });
 }
 
 /**
@@ -128,8 +129,11 @@ async function hostedSize(ask: WidthRequest, hosted: R2Object): Promise<{ width:
   const width = Number(hosted.customMetadata?.width);
   const height = Number(hosted.customMetadata?.height);
   if (Number.isInteger(width) && width > 0 && Number.isInteger(height) && height > 0) return { width, height };
+  const start = await ask.env.BUCKET.get(hosted.key, { range: { offset: 0, length: 64 } });
+  if (!start) return null;
+  const head = new Uint8Array(await start.arrayBuffer());
   const header = await askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId }, (converter) =>
-    converter.describe(hosted.key),
+    converter.describe(head),
   );
   return header && !header.animated ? { width: header.width, height: header.height } : null;
 }
@@ -176,8 +180,8 @@ type Variant = {
   key: string;
   cacheKey: string;
   size: { width: number; height: number };
-  /** Where the hosted image is, which the converter reads if this request makes the width. */
-  hostedKey: string;
+  /** The hosted image, which the converter reads (through the binding) if this request makes the width. */
+  hosted: SourceBytes;
 };
 
 /**
@@ -262,14 +266,11 @@ async function finish(ask: WidthRequest, claimKey: string, attempt: number, made
  * answers the bytes and their entity tag, R2's for a single put (the MD5 of the bytes), so the answer need not
  * wait for the put.
  */
-async function make(ask: WidthRequest, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
-  const { hostedKey, size } = variant;
+function make(ask: WidthRequest, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
   generations += 1;
-  const made = await askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
-    converter.makeWidth({ source: hostedKey, ...size }),
+  return askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
+    converter.makeWidth({ source: variant.hosted, ...variant.size }),
   );
-  if ("missing" in made) throw new Error(`hosted image missing at ${hostedKey}`);
-  return made;
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */

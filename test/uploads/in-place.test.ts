@@ -128,14 +128,16 @@ describe("complete hosts unchanged bytes in place", () => {
   });
 });
 
-describe("the API Worker reads only the staged object's first bytes; the converter Worker reads the rest", () => {
+describe("complete's R2 calls: the first bytes for sniffing, then one GET per read the converter asks for", () => {
   for (const [name, bytes, contentType, r2] of [
-    // The converter walks the GIF's frames and answers "animated": the API hosts it in place.
-    ["an animated GIF (its frames counted by the converter)", () => gif(3), "image/gif", { get: 1, put: 1 }],
+    // The converter walks the GIF's frames (one read through the binding) and answers "animated": the API
+    // hosts it in place.
+    ["an animated GIF (its frames counted by the converter)", () => gif(3), "image/gif", { get: 2, put: 1 }],
     ["a video", () => isoMedia("isom", 200_000), "video/mp4", { get: 1, put: 1 }],
-    // The converter writes the WebP; the API deletes the staged bytes once it has.
-    ["a still PNG (sniffed here, converted there)", () => png(600, 400), "image/png", { get: 1, delete: 1 }],
-    ["a still GIF", () => gif(1), "image/gif", { get: 1, delete: 1 }],
+    // The converter reads the file once and answers the WebP, which the API writes; then the staged bytes go.
+    ["a still PNG (sniffed here, converted there)", () => png(600, 400), "image/png", { get: 2, put: 1, delete: 1 }],
+    // A GIF is read twice by the converter: its blocks walked (frames counted), then its frame decoded.
+    ["a still GIF", () => gif(1), "image/gif", { get: 3, put: 1, delete: 1 }],
   ] as const) {
     it(`${name}: R2 calls ${JSON.stringify(r2)}`, async () => {
       const { storeId, token, reservation } = await stage(await bytes(), { content_type: contentType });

@@ -1,5 +1,5 @@
-import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds } from "../../converter/client";
-import type { ConverterService, ConvertJob, ConvertOutcome } from "../../converter/contract";
+import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds, r2Source } from "../../converter/client";
+import type { ConvertedWebp, ConverterService, ConvertJob, ConvertOutcome } from "../../converter/contract";
 import { ApiError } from "../../http/errors";
 import { inPlaceMetadata } from "../../storage/in-place";
 import { mediaKey, privateFileKey, stagedKey } from "../../storage/keys";
@@ -77,9 +77,25 @@ async function convertStill(deps: HostingDeps, uploadId: string, job: ConvertJob
 }
 
 /**
+ * Writes the converter's WebP at `key`, streamed from the binding into R2 (its length is known, so R2 takes it
+ * as it comes), with its size in the object's metadata: that tells the media route, from its `head`, that
+ * narrower widths exist.
+ */
+async function writeWebp(bucket: R2Bucket, key: string, webp: ConvertedWebp): Promise<void> {
+  const { readable, writable } = new FixedLengthStream(webp.size);
+  await Promise.all([
+    bucket.put(key, readable, {
+      httpMetadata: { contentType: "image/webp" },
+      customMetadata: { width: String(webp.width), height: String(webp.height) },
+    }),
+    webp.body.pipeTo(writable),
+  ]);
+}
+
+/**
  * Decides from the bytes what a completed upload becomes and writes it: still images prepared as
- * `image` are converted to WebP (by the converter Worker, which reads the staged bytes and writes the WebP
- * itself), animated images and videos are hosted unchanged, `file` uploads are kept private. Bytes hosted
+ * `image` are converted to WebP (by the converter Worker, which reads the staged bytes through the binding
+ * and answers the WebP as a stream written here), animated images and videos are hosted unchanged, `file` uploads are kept private. Bytes hosted
  * unchanged stay at the staged key and are hosted in place (in-place.ts); a converted image's staged bytes
  * are deleted once its WebP is written. Bytes that cannot be hosted write nothing and leave the staged bytes
  * for the alarm. Only the first bytes of the staged object are read here, for sniffing.
@@ -193,16 +209,17 @@ async function hostAsMedia(
     }
     case "still": {
       const webp = mediaKey(storeId, upload.id, "webp");
-      // Recorded before the converter may write there: a complete that never finishes leaves nothing at the
-      // key that the upload's expiry would not remove.
-      await recordHostedKey(deps, upload.id, webp);
+      // Recorded while the image converts, not after: the coordinator's round trip overlaps the conversion.
+      // Nothing is written at the key until both are done; a key recorded for a conversion that then fails
+      // names nothing, and the upload's expiry removes nothing there.
+      const recorded = recordHostedKey(deps, upload.id, webp);
+      recorded.catch(() => {}); // awaited below, unless the conversion fails first
       const outcome = await convertStill(deps, upload.id, {
-        source: staged.object.key,
-        target: webp,
+        source: r2Source(deps.bucket, staged.object.key, staged.object.size),
         format: sniffed.format,
         maxEdge: deps.settings.maxImageEdge(),
       });
-      if ("missing" in outcome) throw new Error(`staged bytes missing at ${staged.object.key}`);
+      await recorded;
       if ("refused" in outcome)
         return {
           unhostable: outcome.refused === "too-large" ? outcome.detail : uploadMessages.corrupt(outcome.detail),
@@ -214,6 +231,7 @@ async function hostAsMedia(
         });
         return { name: upload.filename, file_url: publicUrl(sniffed.ext), type: "image" };
       }
+      await writeWebp(deps.bucket, webp, outcome.converted);
       // The WebP is what is hosted: the original's bytes are not kept.
       await deps.bucket.delete(staged.object.key);
       const { width, height } = outcome.converted;
