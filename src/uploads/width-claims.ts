@@ -17,8 +17,13 @@ export type WidthClaim =
   /** The attempt this request waited on failed: answer 503; the next request tries again. */
   | { verdict: "failed" };
 
-/** How long a claim holds without its end reported before another request may take it over. */
-export const widthClaimMs = 30_000;
+/**
+ * How long a claim holds without its end reported before another request may take it over: a request that
+ * died while making a width (its isolate gone) holds that width back for at most this long. Making one takes
+ * well under a second (a hosted image is at most 2560 px); a slow maker taken over costs one more generation
+ * of the same bytes, nothing worse, so the claim is short rather than renewed.
+ */
+export const widthClaimMs = 10_000;
 
 type Entry = { attempt: number; until: number; state: "making" | "made" | "failed" };
 
