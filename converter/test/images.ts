@@ -3,6 +3,9 @@ import jpegEncoderWasm from "@jsquash/jpeg/codec/enc/mozjpeg_enc.wasm";
 import { defaultOptions as jpegDefaults } from "@jsquash/jpeg/meta";
 import webpDecoderFactory from "@jsquash/webp/codec/dec/webp_dec.js";
 import webpDecoderWasm from "@jsquash/webp/codec/dec/webp_dec.wasm";
+import webpEncoderFactory from "@jsquash/webp/codec/enc/webp_enc.js";
+import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm";
+import { defaultOptions as webpDefaults } from "@jsquash/webp/meta";
 
 /** Test images made from code: real encoders (MozJPEG) and small writers, so every byte is known. */
 
@@ -22,6 +25,8 @@ type JpegEncoder = { encode(data: Uint8Array, w: number, h: number, o: object): 
 type WebpDecoder = { decode(data: Uint8Array): { data: Uint8ClampedArray; width: number; height: number } | null };
 let jpegEncoder: Promise<JpegEncoder> | undefined;
 let webpDecoder: Promise<WebpDecoder> | undefined;
+type WebpEncoder = { encode(data: Uint8Array, w: number, h: number, o: object): Uint8Array | null };
+let webpEncoder: Promise<WebpEncoder> | undefined;
 
 /** RGBA pixels with a function per pixel. */
 export function paint(
@@ -284,6 +289,74 @@ export async function decodeWebp(
   const result = (await webpDecoder).decode(bytes);
   if (!result) throw new Error("WebP did not decode");
   return result;
+}
+
+/**
+ * decodeWebp for a file of any size: decodeWebp reads its first 16 bytes as UTF-8 text, so a RIFF size whose
+ * bytes form a multi-byte sequence shifts "WEBP" and the file is refused; here the tags are compared as bytes.
+ */
+export async function decodeWebpOfAnySize(
+  bytes: Uint8Array,
+): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
+  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (tag(0) !== "RIFF" || tag(8) !== "WEBP") throw new Error(`not a RIFF WebP: ${tag(0)} ${tag(8)}`);
+  webpDecoder ??= instantiate<WebpDecoder>(webpDecoderFactory, webpDecoderWasm);
+  const result = (await webpDecoder).decode(bytes);
+  if (!result) throw new Error("WebP did not decode");
+  return result;
+}
+
+/**
+ * Encodes RGBA as a WebP with libwebp's own encoder (@jsquash/webp's build): its defaults with `options` over
+ * them (WebPConfig's fields: `lossless`, `quality`, `exact`, ...).
+ */
+export async function encodeWebp(
+  rgba: Uint8Array,
+  width: number,
+  height: number,
+  options: Partial<typeof webpDefaults>,
+): Promise<Uint8Array> {
+  webpEncoder ??= instantiate<WebpEncoder>(webpEncoderFactory, webpEncoderWasm);
+  const out = (await webpEncoder).encode(rgba, width, height, { ...webpDefaults, ...options });
+  if (!out) throw new Error("WebP encoding failed");
+  return new Uint8Array(out);
+}
+
+/**
+ * The definition the resizer implements, computed directly in float64: each target pixel is the average of
+ * the source over its footprint, weighted by the overlap area; colour weighted by alpha as well (premultiplied).
+ */
+export function areaAverage(
+  source: Uint8Array | Uint8ClampedArray,
+  sw: number,
+  sh: number,
+  tw: number,
+  th: number,
+  channels: 3 | 4,
+) {
+  const out = new Uint8Array(tw * th * 4);
+  const rx = sw / tw;
+  const ry = sh / th;
+  const overlap = (index: number, from: number, to: number) => Math.min(index + 1, to) - Math.max(index, from);
+  for (let y = 0; y < th; y += 1)
+    for (let x = 0; x < tw; x += 1) {
+      const sums = [0, 0, 0, 0];
+      let area = 0;
+      for (let sy = Math.floor(y * ry); sy < Math.min(sh, (y + 1) * ry); sy += 1)
+        for (let sx = Math.floor(x * rx); sx < Math.min(sw, (x + 1) * rx); sx += 1) {
+          const w = overlap(sy, y * ry, (y + 1) * ry) * overlap(sx, x * rx, (x + 1) * rx);
+          const i = (sy * sw + sx) * channels;
+          const alpha = channels === 4 ? (source[i + 3] as number) : 255;
+          for (let c = 0; c < 3; c += 1) sums[c] = (sums[c] as number) + (source[i + c] as number) * alpha * w;
+          sums[3] = (sums[3] as number) + alpha * w;
+          area += w;
+        }
+      const o = (y * tw + x) * 4;
+      const alphaSum = sums[3] as number;
+      for (let c = 0; c < 3; c += 1) out[o + c] = alphaSum > 0 ? Math.round((sums[c] as number) / alphaSum) : 0;
+      out[o + 3] = Math.round(alphaSum / area);
+    }
+  return out;
 }
 
 /** The RGB of pixel (x, y) of decoded RGBA. */

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fitWithin } from "../src/convert/resize";
 import { createWebpCodec } from "../src/convert/webp-codec";
 import codecWasm from "../src/convert/webp-codec.wasm";
+import { areaAverage } from "./images";
 
 function noise(width: number, height: number, channels: 3 | 4, randomAlpha = false): Uint8Array {
   const pixels = new Uint8Array(width * height * channels);
@@ -11,36 +12,6 @@ function noise(width: number, height: number, channels: 3 | 4, randomAlpha = fal
     pixels[i] = channels === 4 && i % 4 === 3 && !randomAlpha ? 255 : seed >>> 24;
   }
   return pixels;
-}
-
-/**
- * The definition the resizer implements, computed directly in float64: each target pixel is the average of
- * the source over its footprint, weighted by the overlap area; colour weighted by alpha as well (premultiplied).
- */
-function reference(source: Uint8Array, sw: number, sh: number, tw: number, th: number, channels: 3 | 4) {
-  const out = new Uint8Array(tw * th * 4);
-  const rx = sw / tw;
-  const ry = sh / th;
-  const overlap = (index: number, from: number, to: number) => Math.min(index + 1, to) - Math.max(index, from);
-  for (let y = 0; y < th; y += 1)
-    for (let x = 0; x < tw; x += 1) {
-      const sums = [0, 0, 0, 0];
-      let area = 0;
-      for (let sy = Math.floor(y * ry); sy < Math.min(sh, (y + 1) * ry); sy += 1)
-        for (let sx = Math.floor(x * rx); sx < Math.min(sw, (x + 1) * rx); sx += 1) {
-          const w = overlap(sy, y * ry, (y + 1) * ry) * overlap(sx, x * rx, (x + 1) * rx);
-          const i = (sy * sw + sx) * channels;
-          const alpha = channels === 4 ? (source[i + 3] as number) : 255;
-          for (let c = 0; c < 3; c += 1) sums[c] = (sums[c] as number) + (source[i + c] as number) * alpha * w;
-          sums[3] = (sums[3] as number) + alpha * w;
-          area += w;
-        }
-      const o = (y * tw + x) * 4;
-      const alphaSum = sums[3] as number;
-      for (let c = 0; c < 3; c += 1) out[o + c] = alphaSum > 0 ? Math.round((sums[c] as number) / alphaSum) : 0;
-      out[o + 3] = Math.round(alphaSum / area);
-    }
-  return out;
 }
 
 /** Pushes the rows through the codec's resizer and returns the target. */
@@ -89,7 +60,7 @@ describe("area-average downscaling", () => {
   for (const [sw, sh, tw, th] of sizes) {
     it(`opaque rows (RGBA and RGB) average each footprint within one level (${sw}×${sh} → ${tw}×${th})`, () => {
       const rgba = noise(sw, sh, 4);
-      const expected = reference(rgba, sw, sh, tw, th, 4);
+      const expected = areaAverage(rgba, sw, sh, tw, th, 4);
       const fromRgba = resize(rgba, sw, sh, tw, th, 4, true);
       expect(worstDifference(fromRgba.result, expected)).toBeLessThanOrEqual(1);
       expect(fromRgba.sawTransparency).toBe(false);
@@ -101,7 +72,7 @@ describe("area-average downscaling", () => {
     it(`transparent rows average premultiplied colour and alpha within one level (${sw}×${sh} → ${tw}×${th})`, () => {
       const rgba = noise(sw, sh, 4, true);
       const { result, sawTransparency } = resize(rgba, sw, sh, tw, th, 4, false);
-      expect(worstDifference(result, reference(rgba, sw, sh, tw, th, 4))).toBeLessThanOrEqual(1);
+      expect(worstDifference(result, areaAverage(rgba, sw, sh, tw, th, 4))).toBeLessThanOrEqual(1);
       expect(sawTransparency).toBe(true);
     });
   }

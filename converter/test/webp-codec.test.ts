@@ -205,9 +205,8 @@ describe("webp codec: encode", () => {
     expect(meanRgbDifference).toBeLessThan(10); // photoLike carries ±16 of noise per pixel
   });
 
-  it("keeps the colour and alpha of translucent pixels when none is fully transparent (imported as RGB)", async () => {
-    // No alpha of 0: nothing is hidden, so the encoder packs the pixels to RGB in place for libwebp's luma rows;
-    // an odd size leaves a last group of fewer than four pixels.
+  it("keeps the colour and alpha of translucent pixels when none is fully transparent", async () => {
+    // No alpha of 0: nothing is hidden (no filling, no clean-up), only chroma is weighted by alpha.
     const [width, height] = [301, 157];
     const source = withAlpha(width, height, (x, y) => 1 + ((x * 7 + y) % 254));
     const file = encodeFile(fresh(), source, width, height);

@@ -116,8 +116,9 @@ export function losslessStream(
   out: number,
   width: number,
   height: number,
+  resizer: CodecResizer | null,
 ): CodecLosslessStream | null {
-  const stream = exports.lossless_create(size, capacity, out, width, height);
+  const stream = exports.lossless_create(size, capacity, out, width, height, resizer ? resizer.handle : 0);
   if (stream === 0) return null;
   return {
     input: () => exports.lossless_input(stream),

@@ -9,6 +9,7 @@ export type CodecExports = {
   encode_rgba(pointer: number, width: number, height: number, quality: number, method: number, opaque: number): number;
   rgba_has_transparency(pointer: number, pixels: number): number;
   decode_scaled(file: number, size: number, out: number, width: number, height: number): number;
+  decode_resized(file: number, size: number, resizer: number): number;
   get_features(file: number, size: number, out: number): number;
   resizer_create(
     sourceWidth: number,
@@ -67,7 +68,7 @@ export type CodecExports = {
   colour_apply(transform: number, input: number, output: number, count: number): void;
   colour_free(transform: number): void;
   colour_inflate(data: number, size: number, cap: number, outSize: number): number;
-  lossless_create(size: number, capacity: number, out: number, width: number, height: number): number;
+  lossless_create(size: number, capacity: number, out: number, width: number, height: number, resizer: number): number;
   lossless_input(stream: number): number;
   lossless_room(stream: number): number;
   lossless_feed(stream: number, count: number): number;

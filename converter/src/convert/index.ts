@@ -88,8 +88,9 @@ export async function convertToWebp(
 
 /**
  * Re-encodes a hosted (converted, still) WebP at exactly `size`, smaller than it: the narrower widths of
- * `?width=`. The same lock, memory admission, decoder (libwebp scaled straight to the size) and quality as
- * `convertToWebp`; the hosted image is upright already, so no orientation is applied.
+ * `?width=`. The same lock, memory admission, decoder (libwebp scaled straight to the size; a transparent image
+ * at full size into the resizer, which weights colour by alpha) and quality as `convertToWebp`; the hosted image
+ * is upright already, so no orientation is applied.
  */
 export async function resizeHostedWebp(
   input: ImageInput,

@@ -101,18 +101,25 @@ export type WebpCodec = {
    * 6 B; lossless 4 B. When the alpha plane cannot be allocated libwebp reports bitstreamError, not outOfMemory.
    */
   decodeScaled(file: number, size: number, out: number, width: number, height: number): number;
+  /**
+   * Decodes the lossy WebP file at `file` (`size` bytes) at full size into `resizer` (whose source size must
+   * be the image's), row by row: colour is averaged weighted by alpha there, which libwebp's own scaling of a
+   * lossy image (decodeScaled) does not do. Returns a webpStatus code; lossless and animated files give
+   * unsupportedFeature. Working memory besides decodeScaled's: the resizer and ~11 bytes per source column.
+   */
+  decodeResized(file: number, size: number, resizer: CodecResizer): number;
   /** Reads the header of the WebP file at `file` (`size` bytes); null when it is not a readable WebP. */
   features(file: number, size: number): WebpFeatures | null;
   /**
-   * A decoder of a VP8L bitstream of `size` bytes to `width` × `height` RGBA at `out` (scaled while decoding),
-   * reading through a window of `capacity` bytes; null without memory.
+   * A decoder of a VP8L bitstream of `size` bytes, reading through a window of `capacity` bytes, into `width`
+   * × `height` RGBA at `out` (libwebp scaling while decoding), or into a resizer whose source size is the
+   * image's (full-size rows, colour weighted by alpha there; libwebp's own scaling premultiplies in 8 bits);
+   * null without memory.
    */
   createLosslessStream(
     size: number,
     capacity: number,
-    out: number,
-    width: number,
-    height: number,
+    into: { out: number; width: number; height: number } | CodecResizer,
   ): CodecLosslessStream | null;
   /**
    * A downscaler from `sourceWidth × sourceHeight` rows of `channels` (3: RGB, opaque; 4: RGBA) bytes a pixel
@@ -199,9 +206,12 @@ export function createWebpCodec(module: WebAssembly.Module): WebpCodec {
     memoryBytes: () => exports.memory.buffer.byteLength,
     encode: createEncoder(instance),
     decodeScaled: (file, size, out, width, height) => exports.decode_scaled(file, size, out, width, height),
+    decodeResized: (file, size, resizer) => exports.decode_resized(file, size, resizer.handle),
     features,
-    createLosslessStream: (size, capacity, out, width, height) =>
-      losslessStream(exports, size, capacity, out, width, height),
+    createLosslessStream: (size, capacity, into) =>
+      "handle" in into
+        ? losslessStream(exports, size, capacity, 0, 0, 0, into)
+        : losslessStream(exports, size, capacity, into.out, into.width, into.height, null),
     createResizer: (sourceWidth, sourceHeight, targetWidth, targetHeight, out, options) =>
       resizer(exports, sourceWidth, sourceHeight, targetWidth, targetHeight, out, options),
     createPngDecoder: (plan, resizer) => pngDecoder(exports, plan, resizer),

@@ -64,9 +64,10 @@ type WebpStart = {
   animated: boolean;
   /**
    * The first image chunk ("VP8 ", "VP8L" or ALPH), whose payload the reader stands at, or null (animations,
-   * files without one). For VP8L also the bitstream's own size, read from its first 5 bytes (not consumed).
+   * files without one). For VP8L also the bitstream's own size and its header's alpha hint, read from its
+   * first 5 bytes (not consumed). `alpha`: whether the image may have alpha (VP8L: its hint; ALPH: yes).
    */
-  image: { type: string; size: number; width: number; height: number } | null;
+  image: { type: string; size: number; width: number; height: number; alpha: boolean } | null;
 };
 
 /**
@@ -116,10 +117,10 @@ export async function readWebpStart(
         throw unreadable("its image size is not its canvas size");
       start.width = width;
       start.height = height;
-      start.image = { type, size, width, height };
+      start.image = { type, size, width, height, alpha: (bits >>> 28) % 2 === 1 };
       return start;
     } else if (type === "VP8 " || type === "ALPH") {
-      start.image = { type, size, width: start.width, height: start.height };
+      start.image = { type, size, width: start.width, height: start.height, alpha: type === "ALPH" };
       return start;
     } else {
       await reader.skip(padded);

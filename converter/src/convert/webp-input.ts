@@ -5,9 +5,9 @@ import { ImageTooLargeError, UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
 import { type ImageInput, inputSize, openReader, readWhole } from "./input";
 import { growCodecPastShare } from "./instances";
-import { allocateTarget, type Context, refuseSourcePixels, tooLarge } from "./pipeline";
+import { allocateTarget, type Context, createResizer, refuseSourcePixels, tooLarge } from "./pipeline";
 import { fitWithin } from "./resize";
-import { colourKind, encodeMemoryBytes, losslessWindowTooSmall, webpStatus } from "./webp-codec";
+import { colourKind, encodeMemoryBytes, losslessWindowTooSmall, type WebpCodec, webpStatus } from "./webp-codec";
 import { readWebpHeader, readWebpStart } from "./webp-header";
 
 const truncatedWebp = () =>
@@ -16,7 +16,9 @@ const truncatedWebp = () =>
 /**
  * WebP. Lossless files are decoded from the stream (`decodeLosslessWebp`): the file is never held, only a
  * window of it. Other files are read whole into the codec's memory beside the target, and libwebp decodes
- * them scaled straight to the target size (no full-size output buffer). Admission: target + file + libwebp's
+ * them scaled straight to the target size (no full-size output buffer), or, with alpha and made smaller, at
+ * full size row by row into the resizer (`decodeLossyInto`). Either way a transparent image made smaller is
+ * averaged with colour weighted by alpha, in floats. Admission: target + file + libwebp's
  * work within the codec's share, or, for transparent lossy files, within the large-WebP allowance with the
  * scratch instance let go, and the grown codec let go by the next JPEG (docs/conversion.md, "Admission").
  */
@@ -78,7 +80,8 @@ async function decodeLosslessWebp(input: ImageInput, context: Context): Promise<
   }
 }
 
-type LosslessImage = { width: number; height: number; size: number };
+/** The VP8L bitstream: its size, its image's, and whether its header says alpha is used. */
+type LosslessImage = { width: number; height: number; size: number; alpha: boolean };
 
 /**
  * Admission of a lossless WebP: the window it is streamed through, the memory it may use (the codec's share,
@@ -119,9 +122,35 @@ async function streamLossless(
   target: { width: number; height: number },
   window: number,
 ): Promise<void> {
+  // A transparent image made smaller: full-size rows into our resizer, which weights colour by alpha in floats
+  // (libwebp's scaling premultiplies into 8 bits, so a faint pixel keeps only a few levels of its colour).
+  const resized = image.alpha && (target.width !== image.width || target.height !== image.height);
+  const resizer = resized
+    ? createResizer(context, image.width, image.height, { opaque: false, channels: 4, size: target })
+    : null;
+  try {
+    await feedLossless(
+      reader,
+      context,
+      image,
+      window,
+      resizer ?? { ...target, out: allocateTarget(context, target.width, target.height).pointer },
+    );
+  } finally {
+    resizer?.free();
+  }
+}
+
+/** Feeds the bitstream from `reader` through the window into a lossless stream writing `into`. */
+async function feedLossless(
+  reader: ByteReader,
+  context: Context,
+  image: LosslessImage,
+  window: number,
+  into: Parameters<WebpCodec["createLosslessStream"]>[2],
+): Promise<void> {
   const codec = context.codecs.codec;
-  const result = allocateTarget(context, target.width, target.height);
-  const stream = codec.createLosslessStream(image.size, window, result.pointer, target.width, target.height);
+  const stream = codec.createLosslessStream(image.size, window, into);
   if (!stream) throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
   try {
     for (;;) {
@@ -174,7 +203,8 @@ async function decodeWholeWebp(input: ImageInput, context: Context): Promise<Ori
     // Decoding holds the file, the target and libwebp's work per source pixel (measured: none for lossy
     // opaque images, 4 bytes for lossless: libwebp 1.2.4 keeps the whole ARGB plane of a VP8L image, also
     // when decoding incrementally; 6 for lossy with alpha), plus up to 2 MB of tables and rows (measured at
-    // most 1 MB); encoding comes after the file is freed.
+    // most 1 MB; a transparent image made smaller adds the resizer and its rows, ~19 B per source column and
+    // ~50 per target column: under 0.5 MB at the largest edges); encoding comes after the file is freed.
     const perSourcePixel = features.format === "lossless" ? 4 : features.hasAlpha ? 6 : 0;
     const decodeNeed = (pixels: number) =>
       size + target.width * target.height * 4 + 2_000_000 + pixels * perSourcePixel;
@@ -200,8 +230,7 @@ async function decodeWholeWebp(input: ImageInput, context: Context): Promise<Ori
     const icc = header.iccProfile;
     if (icc && icc.size <= maxProfileBytes && size + profileWorkBytes(icc.size) <= codecShareBytes)
       context.colour = colourTransform(codec, { pointer: file + icc.offset, size: icc.size }, colourKind.rgb, true);
-    const result = allocateTarget(context, target.width, target.height);
-    const status = codec.decodeScaled(file, size, result.pointer, target.width, target.height);
+    const status = decodeLossyInto(context, file, size, features, target, features.hasAlpha);
     if (status === webpStatus.outOfMemory)
       throw new ImageTooLargeError("The image is too large to convert: there is not enough memory.");
     if (status !== 0) throw new UnconvertibleImageError("The WebP file is damaged: its image data cannot be decoded.");
@@ -209,5 +238,33 @@ async function decodeWholeWebp(input: ImageInput, context: Context): Promise<Ori
     return 1;
   } finally {
     codec.free(file);
+  }
+}
+
+/**
+ * Decodes the lossy WebP read whole at `file` into a new target of the `target` size; returns libwebp's status.
+ * A transparent image made smaller is decoded at full size into our resizer, which weights colour by alpha;
+ * libwebp's scaling while decoding (`decodeScaled`, no full-size rows at all) averages colour without alpha,
+ * so the colour under transparent pixels would darken or tint the visible ones beside them. An opaque image
+ * has nothing to weight and keeps that fast path, as does any image at its own size (no averaging).
+ */
+function decodeLossyInto(
+  context: Context,
+  file: number,
+  size: number,
+  source: { width: number; height: number },
+  target: { width: number; height: number },
+  hasAlpha: boolean,
+): number {
+  const codec = context.codecs.codec;
+  if (!hasAlpha || (target.width === source.width && target.height === source.height)) {
+    const result = allocateTarget(context, target.width, target.height);
+    return codec.decodeScaled(file, size, result.pointer, target.width, target.height);
+  }
+  const resizer = createResizer(context, source.width, source.height, { opaque: false, channels: 4, size: target });
+  try {
+    return codec.decodeResized(file, size, resizer);
+  } finally {
+    resizer.free();
   }
 }

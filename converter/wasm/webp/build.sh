@@ -242,7 +242,7 @@ emcc -O3 -msimd128 -mbulk-memory "$OBJ"/*.o -o "$BUILD/webp-codec.wasm" \
   --no-entry -sSTANDALONE_WASM=1 -sSUPPORT_LONGJMP=wasm -sALLOW_MEMORY_GROWTH=1 \
   -sINITIAL_MEMORY=2097152 -sMAXIMUM_MEMORY="$MAX_MEMORY" -sTOTAL_STACK=262144 \
   -sERROR_ON_UNDEFINED_SYMBOLS=0 \
-  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_rgba_has_transparency,_decode_scaled,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_gif_create,_gif_free,_gif_palette,_gif_input,_gif_input_size,_gif_steps,_gif_begin,_gif_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed,_colour_create,_colour_apply,_colour_free,_colour_inflate,_lossless_create,_lossless_input,_lossless_room,_lossless_feed,_lossless_free,_jpeg_decode
+  -sEXPORTED_FUNCTIONS=_malloc,_free,_encode_rgba,_rgba_has_transparency,_decode_scaled,_decode_resized,_get_features,_png_create,_png_free,_png_palette,_png_input,_png_input_size,_png_feed,_gif_create,_gif_free,_gif_palette,_gif_input,_gif_input_size,_gif_steps,_gif_begin,_gif_feed,_resizer_create,_resizer_free,_resizer_row,_resizer_push,_resizer_saw_transparency,_resizer_rows_pushed,_colour_create,_colour_apply,_colour_free,_colour_inflate,_lossless_create,_lossless_input,_lossless_room,_lossless_feed,_lossless_free,_jpeg_decode
 
 # ERROR_ON_UNDEFINED_SYMBOLS=0 lets write_output become an import; check that nothing else slipped through
 # as one (a missing libwebp file would otherwise only fail when the Worker instantiates the module).
