@@ -44,7 +44,14 @@ export default defineConfig({
         },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./converter/wrangler.toml" } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./converter/wrangler.toml" },
+            // The converter binds no storage; its tests get a bucket only to read real R2 byte streams (the
+            // API hands the converter R2 bodies through the binding).
+            miniflare: { r2Buckets: ["BUCKET"] },
+          }),
+        ],
         test: {
           name: "converter",
           // Each file in its own isolate, as the API's: the codec instances an isolate keeps start empty.
