@@ -1077,6 +1077,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1089,13 +1091,17 @@ export interface operations {
       /** @description The draft is gone; has_draft is false */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1129,6 +1135,17 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
+      409: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
       /** @description Request body too large */
       413: {
         headers: {
@@ -1136,6 +1153,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
+      422: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */
@@ -1155,6 +1183,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1167,15 +1197,19 @@ export interface operations {
       /** @description The published live product */
       200: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["Product"];
         };
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1209,9 +1243,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1227,9 +1263,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1262,6 +1300,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1276,13 +1316,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1316,9 +1360,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1332,6 +1378,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
+      422: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */
@@ -1351,6 +1408,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1365,13 +1424,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1405,9 +1468,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1421,6 +1486,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
+      422: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */
@@ -1440,6 +1516,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Variant id */
@@ -1454,13 +1532,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1494,9 +1576,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1510,6 +1594,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
+      422: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */
@@ -1529,6 +1624,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1549,13 +1646,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1589,9 +1690,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1607,9 +1710,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1633,6 +1738,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1653,13 +1760,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1693,9 +1804,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1711,9 +1824,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1737,6 +1852,8 @@ export interface operations {
       header?: {
         /** @description Limits the call to one of the token's stores (403 when the token has no access to it); without it every store of the token is searched. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Product id */
@@ -1759,13 +1876,17 @@ export interface operations {
       /** @description Deleted; the remaining fields are renumbered 0..n-1 */
       204: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1799,9 +1920,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -1817,9 +1940,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2009,6 +2134,8 @@ export interface operations {
       header: {
         /** @description The store the call acts on; required (400 without it), 403 when the token has no access to it. */
         "X-Service-Store": string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path?: never;
       cookie?: never;
@@ -2022,15 +2149,19 @@ export interface operations {
       /** @description The reservation */
       201: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["UploadReservation"];
         };
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2055,6 +2186,17 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
+      409: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
       /** @description Request body too large */
       413: {
         headers: {
@@ -2073,9 +2215,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2385,6 +2529,8 @@ export interface operations {
       header: {
         /** @description The store the call acts on; required (400 without it), 403 when the token has no access to it. */
         "X-Service-Store": string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Upload id */
@@ -2397,15 +2543,19 @@ export interface operations {
       /** @description The hosted file result */
       201: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["HostedFile"];
         };
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2439,9 +2589,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Conflict with the resource's state */
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
       409: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2466,9 +2618,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2650,6 +2804,8 @@ export interface operations {
       header?: {
         /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path?: never;
       cookie?: never;
@@ -2659,15 +2815,19 @@ export interface operations {
       /** @description The new secret */
       200: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["WebhookSecret"];
         };
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2692,6 +2852,17 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
+      409: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
       /** @description Request body too large */
       413: {
         headers: {
@@ -2699,6 +2870,17 @@ export interface operations {
         };
         content: {
           "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
+      422: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ValidationError"] | components["schemas"]["Error"];
         };
       };
       /** @description Too many requests; see Retry-After */
@@ -2863,6 +3045,8 @@ export interface operations {
       header?: {
         /** @description The store the call acts on; required only when the token has several stores (400 without it), 403 when the token has no access to it. */
         "X-Service-Store"?: string;
+        /** @description 1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`. */
+        "Idempotency-Key"?: string;
       };
       path: {
         /** @description Event id, `evt_<uuid>` */
@@ -2875,15 +3059,19 @@ export interface operations {
       /** @description The event, pending */
       202: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
           "application/json": components["schemas"]["WebhookEvent"];
         };
       };
-      /** @description Malformed id, store header or request */
+      /** @description Malformed id, store header or request; or a malformed Idempotency-Key */
       400: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {
@@ -2917,6 +3105,17 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
+      /** @description Conflict with the resource's state; or a request with the same Idempotency-Key still runs (Retry-After: 1) */
+      409: {
+        headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
       /** @description Request body too large */
       413: {
         headers: {
@@ -2926,9 +3125,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description Validation failure or a state that forbids the action */
+      /** @description Validation failure or a state that forbids the action; or the Idempotency-Key was used for a different request */
       422: {
         headers: {
+          /** @description Present when this is a kept answer given again for an Idempotency-Key */
+          "Idempotent-Replayed"?: "true";
           [name: string]: unknown;
         };
         content: {

@@ -131,6 +131,8 @@ const settings = {
   WEBHOOK_TIMEOUT_MS: positiveInteger(15_000, 120_000),
   WEBHOOK_SECRET_OVERLAP_SECONDS: nonNegativeInteger(86_400),
   WEBHOOK_RETENTION_DAYS: positiveInteger(30, 3650),
+  /** How long a write's answer is kept for a retry with the same `Idempotency-Key` (src/http/idempotency.ts). */
+  IDEMPOTENCY_TTL_SECONDS: positiveInteger(86_400, 30 * 86_400),
   FILE_SIGNING_SECRET: secret,
   PLATFORM_API_SECRET: secret,
   /** The bearer of the operator's routes (`/api/v1/_ops`, `npm run store:move -- --url`); unset: no such routes. */

@@ -1,6 +1,7 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/client";
 import type { RequestDatabases } from "./db/shards";
+import type { KeyClaim } from "./lib/idempotency";
 
 /** Who is calling and which stores this request may touch. */
 export type Caller = {
@@ -26,6 +27,8 @@ export type AppEnv = {
     home?: string;
     /** Set by the auth guard on bearer routes. */
     caller: Caller;
+    /** A write's claim of its `Idempotency-Key`, set when it sent one (http/idempotency.ts); awaited before its change. */
+    keyClaim?: Promise<KeyClaim>;
     /** Set when a route's own CORS policy answered the request (http/cors.ts `routeCors`). */
     corsAnswered?: boolean;
   };

@@ -3,6 +3,7 @@ import { createApp } from "./app";
 import { setting } from "./config";
 import type { Database } from "./db/client";
 import { fencedStore } from "./db/fence";
+import { dropExpiredKeys } from "./db/idempotency-keys";
 import { webhookEvents } from "./db/schema";
 import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
@@ -144,10 +145,15 @@ export default {
     const retentionDays = setting(env, "WEBHOOK_RETENTION_DAYS");
     const queue = env.WEBHOOK_QUEUE as Queue<DeliveryMessage>;
     const dropExpired = dropsExpired(controller.scheduledTime);
-    // Every home database holds events of its stores: each is swept (DB for stores placed before sharding).
+    // Every home database holds events of its stores: each is swept (DB for stores placed before sharding). At
+    // the same minutes as expired events, its Idempotency-Key records past their time go (the coordinators' go
+    // at their own alarms).
     ctx.waitUntil(
       Promise.all(
-        homeNames(env).map((home) => sweepEvents({ db: homeDb(env, home), queue, retentionDays, dropExpired })),
+        homeNames(env).flatMap((home) => [
+          sweepEvents({ db: homeDb(env, home), queue, retentionDays, dropExpired }),
+          ...(dropExpired ? [dropExpiredKeys(homeDb(env, home), controller.scheduledTime)] : []),
+        ]),
       ),
     );
   },

@@ -4,6 +4,7 @@ import {
   crossSells,
   customFields,
   drafts,
+  idempotencyKeys,
   productCourses,
   products,
   stores,
@@ -53,6 +54,7 @@ export const storeTables: readonly StoreTable[] = [
   spec(subscriptions, "`id`", "`store_id` = ?"),
   spec(webhookSecrets, "`store_id`", "`store_id` = ?"),
   spec(webhookEvents, "`id`", "`store_id` = ?"),
+  spec(idempotencyKeys, "`store_id`, `token_hash`, `key`", "`store_id` = ?"),
 ];
 
 /** Rows read per statement while copying and checking. */

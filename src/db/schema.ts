@@ -338,3 +338,31 @@ export const webhookEvents = sqliteTable(
     index("webhook_events_due").on(t.status, t.nextAttemptAt),
   ],
 );
+
+/**
+ * `Idempotency-Key` records of the store's writes (src/lib/idempotency.ts, docs/api.md "Idempotency-Key"): the
+ * key's claim while its first request runs, whether the change was made (written in the change's own batch),
+ * and the answer given again to a retry. Kept until `expiresAt` (`IDEMPOTENCY_TTL_SECONDS`); the cron deletes
+ * them after that. They move with their store (src/db/move-rows.ts).
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    storeId: text("store_id").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of the method, path and query, and the body's bytes. */
+    fingerprint: text("fingerprint").notNull(),
+    /** Counted up by every claim that takes the key over from a request whose lease ran out. */
+    attempt: integer("attempt").notNull(),
+    /** Milliseconds since the epoch; the claim of the running request. */
+    leaseUntil: integer("lease_until").notNull(),
+    changed: flag("changed").notNull().default(false),
+    /** The kept answer: null until the request answered. */
+    status: integer("status"),
+    headers: json<Record<string, string>>("headers"),
+    body: text("body"),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.storeId, t.tokenHash, t.key] }), index("idempotency_keys_expires").on(t.expiresAt)],
+);

@@ -29,12 +29,13 @@ export function sessionConstraint(method: string, bookmark: string | undefined):
  * routes may be served by a read replica near the Worker, writes go to the primary. The auth guard sets `db`
  * to the store's home once it knows the store; a warm read never opens the global database (its token is
  * cached), so it is opened only by what asks for it (`databases.global()`). The response carries the
- * bookmark of the store's home, tagged with it, for the next call.
+ * bookmark of the store's home, tagged with it, for the next call (a replayed answer the one it was kept with).
  */
 export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   const databases = new RequestDatabases(c.env, sessionConstraint(c.req.method, c.req.header(bookmarkHeader)));
   c.set("databases", databases);
   await next();
   const bookmark = databases.bookmark(c.var.home ?? legacyHome);
-  if (bookmark) c.header(bookmarkHeader, bookmark);
+  // A replayed answer (http/idempotency.ts) carries the bookmark of the request that made it.
+  if (bookmark && !c.res.headers.has(bookmarkHeader)) c.header(bookmarkHeader, bookmark);
 };

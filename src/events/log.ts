@@ -1,4 +1,6 @@
 import { and, count, desc, eq, gte, type SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import { runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
 import { type WebhookEventStatus, webhookEvents } from "../db/schema";
 import { ApiError } from "../http/errors";
@@ -16,7 +18,7 @@ type EventFilters = { status?: WebhookEventStatus; type?: EventRow["type"]; prod
 const iso = (time: Date | null) => (time ? time.toISOString() : null);
 
 /** The list item of an event: what happened to it, never its body or the store's secret. */
-function eventSummary(row: EventRow) {
+export function eventSummary(row: EventRow) {
   return {
     id: row.id,
     type: row.type,
@@ -81,13 +83,24 @@ export async function requireEvent(db: Database, storeId: string, id: string, re
 
 /**
  * Asks for one new attempt soon, with the same `webhook-id`: a pending event is simply due now; a delivered or
- * failed one is pending again for exactly one attempt (no retries after it).
+ * failed one is pending again for exactly one attempt (no retries after it). Answers the event as changed;
+ * `record` adds statements to the change's batch from it (the request's `Idempotency-Key` record and answer).
  */
-export async function markForRedelivery(db: Database, row: EventRow, now = new Date()) {
-  const [updated] = await db
-    .update(webhookEvents)
-    .set({ status: "pending", nextAttemptAt: now, finalAttempt: row.status !== "pending" || row.finalAttempt })
-    .where(eq(webhookEvents.id, row.id))
-    .returning();
-  return updated ?? row;
+export async function markForRedelivery(
+  db: Database,
+  row: EventRow,
+  now = new Date(),
+  record: (updated: EventRow) => BatchItem<"sqlite">[] = () => [],
+): Promise<EventRow> {
+  const change = {
+    status: "pending" as const,
+    nextAttemptAt: now,
+    finalAttempt: row.status !== "pending" || row.finalAttempt,
+  };
+  const updated: EventRow = { ...row, ...change };
+  await runAtomically(db, [
+    db.update(webhookEvents).set(change).where(eq(webhookEvents.id, row.id)),
+    ...record(updated),
+  ]);
+  return updated;
 }

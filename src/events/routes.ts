@@ -1,13 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { setting } from "../config";
+import { keyStatements } from "../db/idempotency-keys";
 import { webhookEventStatuses } from "../db/schema";
 import { ApiError } from "../http/errors";
+import { keyClaim } from "../http/idempotency";
 import { integerQuery, Pagination, pagination } from "../http/pagination";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
+import { jsonAnswer } from "../lib/idempotency";
 import { uuidSource } from "../lib/ids";
 import { enqueueInBackground } from "./dispatch";
-import { eventDetail, eventMessages, listEvents, markForRedelivery, requireEvent } from "./log";
+import { eventDetail, eventMessages, eventSummary, listEvents, markForRedelivery, requireEvent } from "./log";
 import { eventTypes } from "./records";
 import { rotateStoreSecret, storeSecretRow } from "./secrets";
 import { targetRefusal } from "./targets";
@@ -124,7 +127,9 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const overlap = setting(c.env, "WEBHOOK_SECRET_OVERLAP_SECONDS");
-      return c.json({ secret: await rotateStoreSecret(c.var.db, c.var.caller.storeId, overlap) }, 200);
+      // The secret row made if missing, beside the Idempotency-Key's claim: one round trip for both.
+      const [, { ref }] = await Promise.all([storeSecretRow(c.var.db, c.var.caller.storeId), keyClaim(c)]);
+      return c.json({ secret: await rotateStoreSecret(c.var.db, c.var.caller.storeId, overlap, { key: ref }) }, 200);
     },
   )
   .openapi(
@@ -196,13 +201,18 @@ export const eventRoutes = createRouter()
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const row = await requireEvent(c.var.db, c.var.caller.storeId, id, setting(c.env, "WEBHOOK_RETENTION_DAYS"));
+      const retention = setting(c.env, "WEBHOOK_RETENTION_DAYS");
+      const [row, { ref }] = await Promise.all([
+        requireEvent(c.var.db, c.var.caller.storeId, id, retention),
+        keyClaim(c),
+      ]);
       // The consumer would refuse it anyway (delivery.ts); the caller learns why now, and the event stays as it was.
       const refused = targetRefusal(row.url, () => setting(c.env, "WEBHOOK_ALLOW_HTTP"));
       if (refused !== null) throw new ApiError(422, eventMessages.targetRefused(refused));
-      const updated = await markForRedelivery(c.var.db, row);
+      const updated = await markForRedelivery(c.var.db, row, new Date(), (event) =>
+        keyStatements(c.var.db, ref, jsonAnswer(202, eventSummary(event))),
+      );
       enqueueInBackground(c, updated.id);
-      const { payload: _payload, attempt_log: _log, ...summary } = eventDetail(updated);
-      return c.json(summary, 202);
+      return c.json(eventSummary(updated), 202);
     },
   );

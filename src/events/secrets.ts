@@ -1,6 +1,9 @@
 import { eq, sql } from "drizzle-orm";
+import { runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
+import { keyStatements } from "../db/idempotency-keys";
 import { webhookSecrets } from "../db/schema";
+import { jsonAnswer, type KeyRef } from "../lib/idempotency";
 import { newWebhookSecret } from "./signing";
 
 type SecretRow = typeof webhookSecrets.$inferSelect;
@@ -35,24 +38,28 @@ export function signingSecrets(row: SecretRow, now = new Date()): string[] {
 
 /**
  * Replaces the store's secret with a new one; the replaced one keeps signing, beside it, for `overlapSeconds`.
- * Answers the new secret.
+ * Answers the new secret. The store's secret row must exist ({@link storeSecretRow}). `key`: the request's
+ * `Idempotency-Key` claim, recorded with its answer (`{secret}`) in the rotation's batch.
  */
 export async function rotateStoreSecret(
   db: Database,
   storeId: string,
   overlapSeconds: number,
-  now = new Date(),
+  options: { now?: Date; key?: KeyRef | null } = {},
 ): Promise<string> {
-  await storeSecretRow(db, storeId, now);
+  const now = options.now ?? new Date();
   const secret = newWebhookSecret();
-  // One statement: two rotations at once each keep the secret they replaced, never a half-written pair.
-  await db
-    .update(webhookSecrets)
-    .set({
-      previousSecret: sql`${webhookSecrets.secret}`,
-      previousUntil: new Date(now.getTime() + overlapSeconds * 1000),
-      secret,
-    })
-    .where(eq(webhookSecrets.storeId, storeId));
+  await runAtomically(db, [
+    // One statement: two rotations at once each keep the secret they replaced, never a half-written pair.
+    db
+      .update(webhookSecrets)
+      .set({
+        previousSecret: sql`${webhookSecrets.secret}`,
+        previousUntil: new Date(now.getTime() + overlapSeconds * 1000),
+        secret,
+      })
+      .where(eq(webhookSecrets.storeId, storeId)),
+    ...keyStatements(db, options.key ?? null, jsonAnswer(200, { secret })),
+  ]);
   return secret;
 }

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { every } from "hono/combine";
 import type { AppEnv } from "../env";
 import { type GuardedEnv, type GuardOptions, guard, type StoreRule } from "./auth";
+import { homeDatabaseKeys, idempotency, idempotencyHeader, type KeyStorageOf, replayedHeader } from "./idempotency";
 import { cachedRead } from "./read-cache";
 import { paramsFirst } from "./validate";
 
@@ -78,30 +79,83 @@ export function bearerRoute<const R extends RouteConfig, S extends StoreRule>(
     afterGuard?: MiddlewareHandler<GuardedEnv<S>>[];
     /** A read whose 200 answers the isolate may give again for `READ_CACHE_MS` (read-cache.ts). */
     cachedRead?: true;
+    /** Where a write keeps its `Idempotency-Key` records (idempotency.ts): the store's home database unless told. */
+    keys?: KeyStorageOf;
   },
 ) {
-  const { guard: guardOptions, afterGuard = [], cachedRead: cached, ...route } = config;
+  const { guard: guardOptions, afterGuard = [], cachedRead: cached, keys = homeDatabaseKeys, ...route } = config;
   // A misspelt owner would send a token of several stores to its first store's home, to a 404 (auth.ts).
   const owner = guardOptions.owner;
   if (owner && !route.path.includes(`{${owner.param}}`)) {
     throw new Error(`${route.path}: the guard's owner names {${owner.param}}, which the path lacks`);
   }
   const refusedBodies = bodyRefusals(route);
+  const keyed = isWrite(route);
   // One middleware whose type carries the guard's caller, so a handler of a required store reads a string.
   const checks = every(
     guard(guardOptions),
     ...afterGuard,
     ...paramsMiddleware(route),
+    ...(keyed ? [idempotency(keys, owner)] : []),
     ...(cached ? [cachedRead] : []),
   ) as MiddlewareHandler<GuardedEnv<S>>;
+  const headers = withStoreHeader(route.request?.headers, guardOptions.store);
   return createRoute({
     ...route,
-    request: { ...route.request, headers: withStoreHeader(route.request?.headers, guardOptions.store) },
+    request: { ...route.request, headers: keyed ? headers.extend(keyHeader) : headers },
     // Typed as the route's own: a handler never returns the refusals, they are thrown before it runs.
-    responses: { ...refusedBodies, ...route.responses } as R["responses"],
+    responses: (keyed
+      ? keyedResponses({ ...refusedBodies, ...route.responses })
+      : { ...refusedBodies, ...route.responses }) as R["responses"],
     security: [{ bearerAuth: [] }],
     middleware: [checks] as const,
   });
+}
+
+/** Whether a route writes, and so takes `Idempotency-Key`: every POST and DELETE (the byte PUTs are open routes). */
+const isWrite = (route: RouteConfig) => route.method === "post" || route.method === "delete";
+
+const keyHeader = {
+  [idempotencyHeader]: z.string().optional().openapi({
+    description:
+      "1 to 255 printable ASCII characters (400 otherwise), unique per request the client means once. The first request with a key runs; a retry with the same key, token and store and the same method, path, query and body gets the first answer again, byte for byte, with `Idempotent-Replayed: true`, and nothing runs twice. The answer is kept for `IDEMPOTENCY_TTL_SECONDS` (a day by default) once it is a 2xx or a 4xx other than 401, 403 and 429; a 5xx is not kept, so a retry runs anew. The same key for another request answers 422; while the first request still runs, 409 with `Retry-After: 1`.",
+    example: "9f6c2a8e-checkout-publish-1",
+  }),
+};
+
+const keyNotes: Partial<Record<ErrorStatus, string>> = {
+  400: "; or a malformed Idempotency-Key",
+  409: "; or a request with the same Idempotency-Key still runs (Retry-After: 1)",
+  422: "; or the Idempotency-Key was used for a different request",
+};
+
+/**
+ * A write's responses with what its `Idempotency-Key` adds: the refusals of a key (400, 409, 422, each noted
+ * on the route's own entry if it has one) and the `Idempotent-Replayed` header of a kept answer given again.
+ */
+function keyedResponses(responses: RouteConfig["responses"]): RouteConfig["responses"] {
+  const result: RouteConfig["responses"] = { ...errorResponses(400, 409, 422) };
+  for (const [status, response] of Object.entries({ ...result, ...responses })) {
+    if (!isNode(response)) continue;
+    const note = keyNotes[Number(status) as ErrorStatus];
+    const replayed = Number(status) < 300 || note !== undefined;
+    result[status] = {
+      ...response,
+      description: note ? `${response.description}${note}` : response.description,
+      ...(replayed
+        ? {
+            headers: {
+              ...(isNode(response.headers) ? response.headers : {}),
+              [replayedHeader]: {
+                schema: { type: "string", enum: ["true"] },
+                description: "Present when this is a kept answer given again for an Idempotency-Key",
+              },
+            },
+          }
+        : {}),
+    } as RouteConfig["responses"][string];
+  }
+  return result;
 }
 
 /** A documented route without a bearer token (the byte PUT): its own checks, then path ids. */

@@ -5,6 +5,7 @@ import { enqueueInBackground } from "../events/dispatch";
 import { eventTarget, newEvent } from "../events/records";
 import type { PathOwner } from "../http/auth";
 import { ApiError, messages } from "../http/errors";
+import { keyClaim } from "../http/idempotency";
 import { uuidParam } from "../http/params";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
 import { createRouter } from "../http/router";
@@ -97,20 +98,29 @@ async function deleteLiveField(
       )
     : null;
   const ownerId = owner.kind === "variant" ? owner.variantId : product.id;
-  await deleteLiveCustomField(c.var.db, { productId: product.id, kind: owner.kind, ownerId }, fieldName, now, event);
+  const { ref } = await keyClaim(c); // already claimed beside the product's read
+  await deleteLiveCustomField(
+    c.var.db,
+    { productId: product.id, kind: owner.kind, ownerId },
+    fieldName,
+    now,
+    event,
+    ref,
+  );
   if (event) enqueueInBackground(c, event.id);
   return c.body(null, 204);
 }
 
 /** 404 product → 409 has draft → 404 field. */
 async function deleteOnLiveProduct(c: Context<AppEnv>, id: string, kind: "product" | "waitlist", fieldName: string) {
-  const product = await requireProduct(c.var.db, id, c.var.caller.scope);
+  // The request's Idempotency-Key claim beside the product's read: one round trip for both.
+  const [product] = await Promise.all([requireProduct(c.var.db, id, c.var.caller.scope), keyClaim(c)]);
   return deleteLiveField(c, product, { kind }, fieldName);
 }
 
 /** 404 no draft → variant of the overlay → 422 version → 409 stale → 404 field. */
 async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOwner, fieldName: string) {
-  const product = await requireProduct(c.var.db, id, c.var.caller.scope);
+  const [product, { ref }] = await Promise.all([requireProduct(c.var.db, id, c.var.caller.scope), keyClaim(c)]);
   const draft = await findDraft(c.var.db, product.id);
   if (!draft) throw new ApiError(404, messages.productHasNoDraft(product.id));
   if (owner.kind === "variant" && !draft.document.variants.some((variant) => variant.id === owner.variantId)) {
@@ -118,7 +128,7 @@ async function deleteOnDraft(c: Context<AppEnv>, id: string, owner: DraftFieldOw
   }
   const version = await readDraftVersion(c);
   if (version !== draft.draftVersion) throw new ApiError(409, draftMessages.stale);
-  await deleteDraftCustomField(c.var.db, product.id, owner, fieldName, version, draft.document);
+  await deleteDraftCustomField(c.var.db, product.id, owner, fieldName, version, draft.document, ref);
   return c.body(null, 204);
 }
 
@@ -158,7 +168,7 @@ export const customFieldRoutes = createRouter()
     ),
     async (c) => {
       const params = c.req.valid("param");
-      const found = await findVariant(c.var.db, params.id, c.var.caller.scope);
+      const [found] = await Promise.all([findVariant(c.var.db, params.id, c.var.caller.scope), keyClaim(c)]);
       if (!found) throw new ApiError(404, messages.variantNotFound(params.id));
       return deleteLiveField(c, found.product, { kind: "variant", variantId: found.variant.id }, params.name);
     },

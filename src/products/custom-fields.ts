@@ -1,8 +1,11 @@
 import { and, eq, sql } from "drizzle-orm";
+import { runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
+import { keyStatements } from "../db/idempotency-keys";
 import { type CustomFieldOwner, customFields, drafts, products } from "../db/schema";
 import { insertEventIfChanged, type NewEvent } from "../events/records";
 import { ApiError } from "../http/errors";
+import { emptyAnswer, type KeyRef } from "../lib/idempotency";
 import type { DraftDocument, StoredCustomField } from "./draft-document";
 import { writeDraft } from "./drafts";
 
@@ -19,7 +22,7 @@ type LiveFieldOwner = { productId: string; kind: CustomFieldOwner; ownerId: stri
  * Deletes a live custom field and renumbers the remaining ones 0..n-1, in one atomic batch. The
  * delete itself refuses to run while the product has a draft, so a draft created meanwhile cannot be
  * bypassed. Throws 409 (draft) or 404 (no such field). `event`, when given, is written in the same batch,
- * and only if the field was deleted.
+ * and only if the field was deleted; so is the request's `Idempotency-Key` record (`key`, answer 204).
  */
 export async function deleteLiveCustomField(
   db: Database,
@@ -27,9 +30,10 @@ export async function deleteLiveCustomField(
   name: string,
   now = new Date(),
   event: NewEvent | null = null,
+  key: KeyRef | null = null,
 ) {
   const ofOwner = and(eq(customFields.ownerKind, owner.kind), eq(customFields.ownerId, owner.ownerId));
-  const [deleted] = await db.batch([
+  const [deleted] = await runAtomically(db, [
     db
       .delete(customFields)
       .where(
@@ -39,6 +43,8 @@ export async function deleteLiveCustomField(
           sql`NOT EXISTS (SELECT 1 FROM ${drafts} WHERE ${drafts.productId} = ${owner.productId})`,
         ),
       ),
+    // With `ifChanged` its changes() is the delete's, so the statements below see the delete's count still.
+    ...keyStatements(db, key, emptyAnswer(204), { ifChanged: true }),
     // changes() is the row count of the delete just above: the fields section changed only if it removed a row.
     db
       .update(products)
@@ -53,7 +59,7 @@ export async function deleteLiveCustomField(
       })
       .where(ofOwner),
   ]);
-  if (deleted.meta.changes > 0) return;
+  if (deleted && deleted.meta.changes > 0) return;
   const draft = await db
     .select({ productId: drafts.productId })
     .from(drafts)
@@ -100,6 +106,7 @@ export async function deleteDraftCustomField(
   name: string,
   expectedVersion: number,
   document: DraftDocument,
+  key: KeyRef | null = null,
 ) {
-  await writeDraft(db, productId, expectedVersion, removeDraftField(document, owner, name));
+  await writeDraft(db, productId, expectedVersion, removeDraftField(document, owner, name), key);
 }

@@ -1,10 +1,13 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Context } from "hono";
 import { z } from "zod";
+import { runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
+import { keyStatements } from "../db/idempotency-keys";
 import { drafts } from "../db/schema";
 import { ApiError, messages, validationError } from "../http/errors";
 import { fieldErrors } from "../http/validate";
+import { emptyAnswer, type KeyRef } from "../lib/idempotency";
 import type { DraftDocument } from "./draft-document";
 
 export const draftMessages = {
@@ -43,20 +46,36 @@ export async function readDraftVersion(c: Context): Promise<number> {
 /**
  * Replaces the overlay document if its version is still `expectedVersion`, bumping the version by one.
  * The changed-row count decides: a concurrent writer makes this a 409, a concurrent draft delete a 404.
+ * `key`: the request's `Idempotency-Key` claim, recorded (answer 204) in the same batch if the write changed it.
  */
-export async function writeDraft(db: Database, productId: string, expectedVersion: number, document: DraftDocument) {
-  const result = await db
-    .update(drafts)
-    .set({ document, draftVersion: sql`${drafts.draftVersion} + 1` })
-    .where(and(eq(drafts.productId, productId), eq(drafts.draftVersion, expectedVersion)));
-  if (result.meta.changes > 0) return;
+export async function writeDraft(
+  db: Database,
+  productId: string,
+  expectedVersion: number,
+  document: DraftDocument,
+  key: KeyRef | null = null,
+) {
+  const [result] = await runAtomically(db, [
+    db
+      .update(drafts)
+      .set({ document, draftVersion: sql`${drafts.draftVersion} + 1` })
+      .where(and(eq(drafts.productId, productId), eq(drafts.draftVersion, expectedVersion))),
+    ...keyStatements(db, key, emptyAnswer(204), { ifChanged: true }),
+  ]);
+  if (result && result.meta.changes > 0) return;
   const still = await db.select({ version: drafts.draftVersion }).from(drafts).where(eq(drafts.productId, productId));
   if (still.length === 0) throw new ApiError(404, messages.productHasNoDraft(productId));
   throw new ApiError(409, draftMessages.stale);
 }
 
-/** Drops a product's overlay; throws 404 when it has none. */
-export async function deleteDraft(db: Database, productId: string) {
-  const result = await db.delete(drafts).where(eq(drafts.productId, productId));
-  if (result.meta.changes === 0) throw new ApiError(404, messages.productHasNoDraft(productId));
+/**
+ * Drops a product's overlay; throws 404 when it has none. `key`: the request's `Idempotency-Key` claim,
+ * recorded (answer 204) in the same batch if the overlay was dropped.
+ */
+export async function deleteDraft(db: Database, productId: string, key: KeyRef | null = null) {
+  const [result] = await runAtomically(db, [
+    db.delete(drafts).where(eq(drafts.productId, productId)),
+    ...keyStatements(db, key, emptyAnswer(204), { ifChanged: true }),
+  ]);
+  if (!result || result.meta.changes === 0) throw new ApiError(404, messages.productHasNoDraft(productId));
 }

@@ -1,9 +1,11 @@
 import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { abortUnless, GuardFailedError, isUniqueViolation, runAtomically } from "../db/batch";
 import type { Database } from "../db/client";
+import { keyStatements } from "../db/idempotency-keys";
 import { drafts, productCourses, products, stores } from "../db/schema";
 import { insertEvent, type NewEvent, newEvent } from "../events/records";
 import { ApiError, type FieldErrors, validationError } from "../http/errors";
+import type { KeyRef } from "../lib/idempotency";
 import { log } from "../lib/log";
 import { PlatformUnavailableError, type ProjectPlatform } from "../platform/client";
 import type { DraftDocument } from "./draft-document";
@@ -31,6 +33,11 @@ type PublishDeps = {
   now?: () => Date;
   /** Where the `product.published` event goes for a live `webhook_url` (see events/records.ts); null: no event. */
   webhookTarget?: (webhookUrl: unknown) => string | null;
+  /**
+   * The request's `Idempotency-Key` claim: the publish's batch records that the publish was made (its answer,
+   * the live product read after it, is kept once made), so a retry never publishes, nor sends the event, twice.
+   */
+  key?: KeyRef | null;
 };
 
 type Draft = NonNullable<Awaited<ReturnType<typeof findDraft>>>;
@@ -58,6 +65,7 @@ export async function publishProduct(deps: PublishDeps, product: ProductRow): Pr
     await runAtomically(deps.db, [
       deps.db.update(products).set({ status: "published" }).where(eq(products.id, product.id)),
       ...(event ? [insertEvent(deps.db, event)] : []),
+      ...keyStatements(deps.db, deps.key ?? null, null),
     ]);
     return event;
   }
@@ -68,7 +76,7 @@ export async function publishProduct(deps: PublishDeps, product: ProductRow): Pr
   await acquireLease(deps.db, product.id, draft.draftVersion, now());
   try {
     const skipped = await applyPlatformSteps(deps, product, draft);
-    await persistOverlay(deps.db, product, draft, skipped, now(), event);
+    await persistOverlay(deps.db, product, draft, skipped, now(), event, deps.key ?? null);
     return event;
   } catch (error) {
     await releaseLease(deps.db, product.id);
@@ -212,6 +220,7 @@ async function persistOverlay(
   skipped: Set<string>,
   now: Date,
   event: NewEvent | null,
+  key: KeyRef | null,
 ) {
   const document: DraftDocument = draft.document;
   const player = document.player;
@@ -257,6 +266,7 @@ async function persistOverlay(
         db.delete(drafts).where(eq(drafts.productId, product.id)),
         // The event is part of the publish: a batch that fails or is rolled back leaves no event either.
         ...(event ? [insertEvent(db, event)] : []),
+        ...keyStatements(db, key, null),
       ]);
       return;
     } catch (error) {

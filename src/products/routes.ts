@@ -5,6 +5,7 @@ import type { AppEnv } from "../env";
 import { enqueueInBackground } from "../events/dispatch";
 import { eventBody, eventTarget } from "../events/records";
 import { ApiError, messages } from "../http/errors";
+import { keyClaim } from "../http/idempotency";
 import { uuidParam } from "../http/params";
 import { keptReads } from "../http/read-cache";
 import { bearerErrors, bearerRoute, errorResponses } from "../http/route";
@@ -104,8 +105,8 @@ export const productRoutes = createRouter()
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      await deleteDraft(c.var.db, product.id);
+      const [product, { ref }] = await Promise.all([requireProduct(c.var.db, id, c.var.caller.scope), keyClaim(c)]);
+      await deleteDraft(c.var.db, product.id, ref);
       return c.body(null, 204);
     },
   )
@@ -127,15 +128,19 @@ export const productRoutes = createRouter()
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const product = await requireProduct(c.var.db, id, c.var.caller.scope);
-      const event = await publishProduct(
-        {
-          db: c.var.db,
-          platform: projectPlatform(c.env, c.var.databases.global()),
-          webhookTarget: (webhookUrl) => eventTarget(c.env, webhookUrl),
-        },
-        product,
-      );
+      const [product, claim] = await Promise.all([requireProduct(c.var.db, id, c.var.caller.scope), keyClaim(c)]);
+      // A publish whose request died after its batch and before its answer was made: it is only answered.
+      const event = claim.recovering
+        ? null
+        : await publishProduct(
+            {
+              db: c.var.db,
+              platform: projectPlatform(c.env, c.var.databases.global()),
+              webhookTarget: (webhookUrl) => eventTarget(c.env, webhookUrl),
+              key: claim.ref,
+            },
+            product,
+          );
       const { product: published, resource } = await readLiveProduct(c.var.db, id, c.var.caller.scope);
       const body = await withSignedDownloads(resource, signingScope(c, published));
       if (event) {

@@ -51,6 +51,25 @@ describe("OpenAPI conventions a client generator relies on", () => {
     expect(required).toEqual(expect.arrayContaining(["prepareMediaUpload", "completeMediaUpload"]));
   });
 
+  it("documents Idempotency-Key on every POST and DELETE (optional, with its 400, 409 and 422) and on nothing else", async () => {
+    const document = await served();
+    const keyed = operationsOf(document).filter(({ operation }) => headerOf(operation, "Idempotency-Key"));
+    expect(keyed.map(({ method }) => method).sort()).toEqual(
+      operationsOf(document)
+        .map(({ method }) => method)
+        .filter((method) => method === "post" || method === "delete")
+        .sort(),
+    );
+    for (const { operation, method, path } of keyed) {
+      const name = `${method.toUpperCase()} ${path}`;
+      expect(headerOf(operation, "Idempotency-Key"), name).toMatchObject({ in: "header", required: false });
+      for (const status of ["400", "409", "422"])
+        expect(operation.responses[status], `${name} ${status}`).toBeDefined();
+      const success = Object.entries(operation.responses).find(([status]) => status.startsWith("2"))?.[1];
+      expect(success?.headers, name).toHaveProperty("Idempotent-Replayed");
+    }
+  });
+
   it("authorizes the byte PUTs with the upload token alone, in X-Upload-Token, and types their body as binary", async () => {
     const document = await served();
     expect(document.components?.securitySchemes?.uploadToken).toEqual(

@@ -41,9 +41,24 @@ const uploadColumns = [
   "put_attempt",
 ];
 
+/** The columns of the Idempotency-Key records (migration 4). */
+const keyColumns = [
+  "token_hash",
+  "key",
+  "fingerprint",
+  "attempt",
+  "lease_until",
+  "changed",
+  "status",
+  "headers",
+  "body",
+  "expires_at",
+];
+
 /** Lays down a store's storage as the code before numbered migrations left it, then drops today's. */
 function layDownUnnumbered(sql: SqlStorage, withColumns: string[]) {
   sql.exec("DROP TABLE schema_migrations");
+  sql.exec("DROP TABLE idempotency_keys");
   sql.exec("DROP TABLE upload_parts");
   sql.exec("DROP TABLE uploads");
   sql.exec(`CREATE TABLE uploads (
@@ -72,11 +87,13 @@ describe("the store coordinator's storage migrations", () => {
       again: migrate(state.storage),
       uploads: columnsOf(state.storage.sql, "uploads"),
       parts: columnsOf(state.storage.sql, "upload_parts"),
+      keys: columnsOf(state.storage.sql, "idempotency_keys"),
     }));
     expect(result.recorded).toEqual(migrations.map((migration) => migration.version));
     expect(result.again).toEqual([]);
     expect(result.uploads).toEqual(uploadColumns);
     expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until", "attempt"]);
+    expect(result.keys).toEqual(keyColumns);
   });
 
   for (const [name, columns] of [
@@ -94,6 +111,7 @@ describe("the store coordinator's storage migrations", () => {
           recorded: recorded(sql),
           uploads: columnsOf(sql, "uploads"),
           parts: columnsOf(sql, "upload_parts"),
+          keys: columnsOf(sql, "idempotency_keys"),
           row: sql
             .exec("SELECT id, state, part_size, hosted_key, complete_attempt, put_attempt FROM uploads")
             .toArray(),
@@ -103,6 +121,7 @@ describe("the store coordinator's storage migrations", () => {
       expect(result.recorded).toEqual(result.applied);
       expect([...result.uploads].sort()).toEqual([...uploadColumns].sort());
       expect(result.parts).toEqual(["upload_id", "part_number", "size", "etag", "lease_until", "attempt"]);
+      expect(result.keys).toEqual(keyColumns);
       expect(result.row).toEqual([
         { id: "u1", state: "stored", part_size: null, hosted_key: null, complete_attempt: 0, put_attempt: 0 },
       ]);

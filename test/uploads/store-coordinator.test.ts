@@ -126,6 +126,8 @@ describe("multipart uploads in the coordinator", () => {
         sql.exec(`ALTER TABLE uploads DROP COLUMN ${column}`);
       }
       sql.exec("ALTER TABLE upload_parts DROP COLUMN attempt");
+      // And the Idempotency-Key records (migration 4).
+      sql.exec("DROP TABLE idempotency_keys");
       // An object that old predates numbered migrations too: it has no record of them (src/uploads/coordinator/migrations.ts).
       sql.exec("DROP TABLE schema_migrations");
       // A fresh instance over the old table, as after a deploy.

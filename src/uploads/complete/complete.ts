@@ -1,6 +1,7 @@
 import type { ConverterService } from "../../converter/contract";
 import type { Database } from "../../db/client";
 import { ApiError } from "../../http/errors";
+import type { KeptAnswer, KeyRef } from "../../lib/idempotency";
 import { log } from "../../lib/log";
 import { stagedKey } from "../../storage/keys";
 import { type CoordinatorStub, unwrap } from "../coordinator/client";
@@ -26,6 +27,11 @@ export type CompleteDeps = {
   /** Base of public media URLs (no trailing slash), and the origin of private-file locators. */
   urls: { mediaBaseUrl: string; origin: string };
   settings: { defaultUploadLimit(): number; maxImageEdge(): number };
+  /**
+   * The request's `Idempotency-Key` claim, if it sent one, and the answer each outcome gives: the coordinator
+   * writes the key's record in the transaction that records the outcome.
+   */
+  key?: { ref: KeyRef; answerOf(outcome: CompleteOutcome): KeptAnswer } | null;
 };
 
 /**
@@ -61,7 +67,11 @@ export async function completeUpload(deps: CompleteDeps, storeId: string, upload
         await coordinator.abandonComplete(upload.id, attempt, assembled);
         throw error;
       }
-      const finished = unwrap(await coordinator.finishComplete(upload.id, attempt, outcome), upload.id);
+      const kept = deps.key ? { ref: deps.key.ref, answer: deps.key.answerOf(outcome) } : undefined;
+      const finished = unwrap(
+        await coordinator.finishComplete(upload.id, attempt, outcome, undefined, kept),
+        upload.id,
+      );
       if ("unhostable" in outcome) throw new ApiError(422, outcome.unhostable);
       return finished.result as HostedFile;
     },

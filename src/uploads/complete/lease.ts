@@ -1,4 +1,4 @@
-import { log } from "../../lib/log";
+import { renewEvery } from "../../lib/lease";
 import { completeLeaseMs } from "../upload-state";
 
 /**
@@ -9,35 +9,21 @@ import { completeLeaseMs } from "../upload-state";
 export const leaseRenewalMs = completeLeaseMs / 3;
 
 /**
- * Runs `work` while renewing the complete's lease every `leaseRenewalMs`, so the lease outlives the complete
- * only by what is left of it, never by minutes: a complete whose process dies stops renewing, and a retry
- * takes the upload over within `completeLeaseMs`. `renew` answers whether the coordinator renewed it; once
- * it refuses (a later complete took the upload over), renewing stops, and the work's own finish is refused
- * too. A renewal that fails (the call did not get through) is tried again at the next period.
+ * Runs `work` while renewing the complete's lease every `leaseRenewalMs` (lib/lease.ts), so the lease outlives
+ * the complete only by what is left of it, never by minutes: a complete whose process dies stops renewing,
+ * and a retry takes the upload over within `completeLeaseMs`. `renew` answers whether the coordinator renewed
+ * it; once it refuses (a later complete took the upload over), renewing stops, and the work's own finish is
+ * refused too.
  */
 export async function whileHoldingLease<T>(
   renew: () => Promise<boolean>,
   work: () => Promise<T>,
   logFields: Record<string, unknown> = {},
 ): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let running = true;
-  const next = () => {
-    timer = setTimeout(async () => {
-      let held = true;
-      try {
-        held = await renew();
-      } catch (error) {
-        log.warn("upload: renewing a complete's lease failed", { ...logFields, error: String(error) });
-      }
-      if (held && running) next();
-    }, leaseRenewalMs);
-  };
-  next();
+  const stop = renewEvery(leaseRenewalMs, renew, { lease: "complete", ...logFields });
   try {
     return await work();
   } finally {
-    running = false;
-    clearTimeout(timer);
+    stop();
   }
 }

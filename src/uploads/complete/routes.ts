@@ -1,11 +1,13 @@
 import { setting } from "../../config";
 import type { GuardedEnv } from "../../http/auth";
 import { inBackground } from "../../http/background";
+import { keyClaim } from "../../http/idempotency";
 import { rateLimit } from "../../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
+import { jsonAnswer } from "../../lib/idempotency";
 import { HostedFileSchema, mediaWrite, retryLater, UploadParams } from "../api-schemas";
-import { storeCoordinator } from "../coordinator/client";
+import { coordinatorKeys, storeCoordinator } from "../coordinator/client";
 import { publishedFile } from "../srcset";
 import { completeUpload } from "./complete";
 
@@ -31,6 +33,7 @@ const completeRoute = bearerRoute({
   tags: ["Media uploads"],
   guard: mediaWrite,
   afterGuard: [completeLimit],
+  keys: coordinatorKeys,
   request: { params: UploadParams },
   responses: {
     201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
@@ -46,6 +49,8 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
   const { id } = c.req.valid("param");
   const storeId = c.var.caller.storeId;
   const widths = setting(c.env, "IMAGE_WIDTHS"); // read first: a malformed list changes nothing
+  // Before the begin, which changes the upload: one coordinator call more with a key (docs/latency.md).
+  const { ref } = await keyClaim(c);
   const completing = completeUpload(
     {
       coordinator: storeCoordinator(c.env, storeId),
@@ -57,6 +62,14 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
       settings: {
         defaultUploadLimit: () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES"),
         maxImageEdge: () => setting(c.env, "MAX_IMAGE_EDGE"),
+      },
+      // The answers the route gives (renderError's body for the 422), kept with the outcome.
+      key: ref && {
+        ref,
+        answerOf: (outcome) =>
+          "hosted" in outcome
+            ? jsonAnswer(201, publishedFile(outcome.hosted, widths))
+            : jsonAnswer(422, { message: outcome.unhostable }),
       },
     },
     storeId,

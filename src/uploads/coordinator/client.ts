@@ -1,4 +1,5 @@
 import { ApiError, validationError } from "../../http/errors";
+import type { KeyStorageOf } from "../../http/idempotency";
 import { refusalMessage } from "../messages";
 import type { Refusal } from "../upload-state";
 import type { Outcome } from "./store-coordinator";
@@ -28,3 +29,19 @@ export function refusalError(refusal: Refusal, uploadId: string): ApiError {
 export function uploadNotFound(uploadId: string): ApiError {
   return new ApiError(404, refusalMessage(uploadId, { reason: "not_found" }));
 }
+
+/**
+ * The `Idempotency-Key` records of the store's uploads, in its coordinator (key-rows.ts): there prepare's
+ * reservation and complete's outcome are written in the same transaction as their record.
+ */
+export const coordinatorKeys: KeyStorageOf = (c) => {
+  const { storeId } = c.var.caller;
+  if (storeId === null) throw new Error("an upload's store is always known (store rule `required`)");
+  const coordinator = storeCoordinator(c.env, storeId);
+  return {
+    claim: (scope, wanted) => coordinator.claimKey({ storeId, tokenHash: scope.tokenHash, key: scope.key }, wanted),
+    renew: (ref, until) => coordinator.renewKey(ref, until),
+    answer: (ref, answer) => coordinator.answerKey(ref, answer),
+    release: (ref) => coordinator.releaseKey(ref),
+  };
+};

@@ -1,5 +1,6 @@
 import { log } from "../../lib/log";
 import { stagedKey } from "../../storage/keys";
+import type { KeyRows } from "./key-rows";
 
 /**
  * How many lapsed uploads one alarm run removes: one R2 delete call takes at most 1000 keys, and a
@@ -35,6 +36,7 @@ export class Expiry {
   constructor(
     private readonly storage: DurableObjectStorage,
     private readonly bucket: R2Bucket,
+    private readonly keys: KeyRows,
   ) {}
 
   /**
@@ -48,6 +50,8 @@ export class Expiry {
    */
   async removeLapsed(batchSize: number, now: number): Promise<number> {
     const sql = this.storage.sql;
+    // Idempotency-Key records past their time go at the same alarm (key-rows.ts).
+    this.keys.dropExpired(now);
     const lapsed = sql
       .exec<LapsedRow>(
         `SELECT id, store_id, r2_upload_id, hosted_key FROM uploads WHERE state <> 'completed' AND ${removableAtSql} <= ? ORDER BY expires_at LIMIT ?`,
@@ -76,11 +80,13 @@ export class Expiry {
     return lapsed.length - failed.size;
   }
 
-  /** Sets the alarm for the next upload that may lapse, unless it is set earlier already. */
+  /** Sets the alarm for the next upload that may lapse or key record whose time is up, unless it is set earlier already. */
   async schedule(): Promise<void> {
-    const next = this.storage.sql
+    const upload = this.storage.sql
       .exec<{ at: number | null }>(`SELECT MIN(${removableAtSql}) AS at FROM uploads WHERE state <> 'completed'`)
       .one().at;
+    const key = this.keys.nextExpiry();
+    const next = upload === null ? key : key === null ? upload : Math.min(upload, key);
     if (next === null) return;
     const current = await this.storage.getAlarm();
     if (current === null || current > next) await this.storage.setAlarm(next);

@@ -68,6 +68,17 @@ export const migrations: readonly Migration[] = [
       sql.exec("ALTER TABLE upload_parts ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0");
     },
   },
+  {
+    version: 4,
+    name: "idempotency_keys: the Idempotency-Key records of the store's prepares and completes",
+    up(sql) {
+      sql.exec(`CREATE TABLE idempotency_keys (
+        token_hash TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, attempt INTEGER NOT NULL,
+        lease_until INTEGER NOT NULL, changed INTEGER NOT NULL DEFAULT 0, status INTEGER, headers TEXT, body TEXT,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (token_hash, key)) WITHOUT ROWID`);
+      sql.exec("CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at)");
+    },
+  },
 ];
 
 /**

@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import type { ClaimVerdict, ClaimWanted, KeptAnswer, KeyRef, KeyScope } from "../../lib/idempotency";
 import { FixedWindowCounter, type LimitVerdict } from "../../limits/fixed-window";
 import {
   beginPart,
@@ -26,6 +27,7 @@ import {
 } from "../upload-state";
 import { type WidthClaim, WidthClaims } from "../width-claims";
 import { Expiry, expiryBatchSize } from "./expiry";
+import { type KeptChange, KeyRows } from "./key-rows";
 import { migrate } from "./migrations";
 import { type NewUpload, storedParts, UploadRows } from "./upload-rows";
 
@@ -52,6 +54,7 @@ function outcome(result: Transition): Outcome {
  */
 export class StoreCoordinator extends DurableObject<Env> {
   private readonly rows: UploadRows;
+  private readonly keys: KeyRows;
   private readonly expiry: Expiry;
   private readonly completeCounter: FixedWindowCounter;
   private readonly widthClaims = new WidthClaims();
@@ -60,7 +63,8 @@ export class StoreCoordinator extends DurableObject<Env> {
     super(ctx, env);
     migrate(ctx.storage);
     this.rows = new UploadRows(ctx.storage.sql);
-    this.expiry = new Expiry(ctx.storage, env.BUCKET);
+    this.keys = new KeyRows(ctx.storage.sql);
+    this.expiry = new Expiry(ctx.storage, env.BUCKET, this.keys);
     this.completeCounter = new FixedWindowCounter(ctx.storage.sql);
   }
 
@@ -79,10 +83,36 @@ export class StoreCoordinator extends DurableObject<Env> {
     this.widthClaims.finish(key, attempt, made, now);
   }
 
-  /** Records a new reservation (with its R2 multipart upload, if it takes parts) and makes sure the alarm will clean it up. */
-  async reserve(storeId: string, upload: NewUpload): Promise<void> {
+  /**
+   * Records a new reservation (with its R2 multipart upload, if it takes parts) and makes sure the alarm will
+   * clean it up. With `kept`, the prepare's `Idempotency-Key` record is written with it, in the same
+   * transaction; answers false, reserving nothing, when a later request took that key over.
+   */
+  async reserve(storeId: string, upload: NewUpload, kept?: KeptChange): Promise<boolean> {
+    if (kept && !this.keys.holds(kept.ref)) return false;
     this.rows.insert(storeId, upload);
+    if (kept) this.keys.recordChange(kept);
     await this.expiry.schedule();
+    return true;
+  }
+
+  /** Claims an `Idempotency-Key` of the store's uploads (src/lib/idempotency.ts); the alarm drops it after its time. */
+  async claimKey(scope: KeyScope, wanted: ClaimWanted): Promise<ClaimVerdict> {
+    const verdict = this.keys.claim(scope, wanted);
+    await this.expiry.schedule();
+    return verdict;
+  }
+
+  renewKey(ref: KeyRef, until: number): boolean {
+    return this.keys.renew(ref, until);
+  }
+
+  answerKey(ref: KeyRef, answer: KeptAnswer): boolean {
+    return this.keys.answer(ref, answer);
+  }
+
+  releaseKey(ref: KeyRef): void {
+    this.keys.release(ref);
   }
 
   beginPut(id: string, attempt: PutAttempt, now = Date.now()): Outcome {
@@ -184,9 +214,17 @@ export class StoreCoordinator extends DurableObject<Env> {
    * Complete `attempt` ends; the parts of a multipart upload, now one object, are forgotten once it is
    * completed. Refused, changing nothing, once a later complete took the upload over.
    */
-  finishComplete(id: string, attempt: number, completed: CompleteOutcome, now = Date.now()): Outcome {
+  finishComplete(
+    id: string,
+    attempt: number,
+    completed: CompleteOutcome,
+    now = Date.now(),
+    kept?: KeptChange,
+  ): Outcome {
     const finished = outcome(this.rows.apply(id, (record) => finishComplete(record, attempt, completed, now)));
     if (finished.ok && finished.upload.state === "completed") this.rows.deleteParts(id);
+    // The complete's `Idempotency-Key` record, in the transaction of its outcome (unless taken over meanwhile).
+    if (finished.ok && kept && this.keys.holds(kept.ref)) this.keys.recordChange(kept);
     return finished;
   }
 

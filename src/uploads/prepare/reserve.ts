@@ -1,7 +1,9 @@
 import { ApiError, validationError } from "../../http/errors";
+import { keyTakenOver } from "../../http/idempotency";
 import { log } from "../../lib/log";
 import { stagedKey } from "../../storage/keys";
 import type { CoordinatorStub } from "../coordinator/client";
+import type { KeptChange } from "../coordinator/key-rows";
 import type { NewUpload } from "../coordinator/upload-rows";
 import { uploadMessages } from "../messages";
 import { maxParts, planParts } from "../parts-state";
@@ -45,7 +47,8 @@ export function reservationEnd(plan: PartPlan, now: number, ttlMs: number, maxMs
 /**
  * Records the reservation with the store's coordinator. A multipart upload's parts stream into one R2
  * multipart upload at the staged key, begun here (503 when storage refuses) and aborted again when the
- * coordinator does not take the reservation.
+ * coordinator does not take the reservation. `kept`: the request's `Idempotency-Key` record, written by the
+ * coordinator with the reservation; a key another request took over meanwhile reserves nothing (409).
  */
 export async function reserveUpload(
   bucket: R2Bucket,
@@ -53,6 +56,7 @@ export async function reserveUpload(
   storeId: string,
   upload: Omit<NewUpload, "multipart"> & { plan: PartPlan; maxExpiresAt: number | null },
   requestId: string,
+  kept: KeptChange | null = null,
 ): Promise<void> {
   const { plan, maxExpiresAt, ...reservation } = upload;
   const r2Upload = plan
@@ -66,7 +70,7 @@ export async function reserveUpload(
   const multipart =
     plan && r2Upload && maxExpiresAt !== null ? { ...plan, r2UploadId: r2Upload.uploadId, maxExpiresAt } : null;
   try {
-    await coordinator.reserve(storeId, { ...reservation, multipart });
+    if (!(await coordinator.reserve(storeId, { ...reservation, multipart }, kept ?? undefined))) throw keyTakenOver();
   } catch (error) {
     await r2Upload?.abort().catch(() => {});
     throw error;

@@ -1,11 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { setting } from "../../config";
+import { keyClaim } from "../../http/idempotency";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { sha256Hex } from "../../lib/crypto";
+import { jsonAnswer } from "../../lib/idempotency";
 import { MultipartPlan, mediaWrite, partUrl, retryLater, uploadUrl } from "../api-schemas";
-import { storeCoordinator } from "../coordinator/client";
+import { coordinatorKeys, storeCoordinator } from "../coordinator/client";
 import { storeUploadLimit } from "../store-limit";
 import { newUploadToken } from "../upload-token";
 import { type PartPlan, planUpload, refuseDeclaredType, reservationEnd, reserveUpload } from "./reserve";
@@ -65,6 +67,7 @@ const prepareRoute = bearerRoute({
     "Reserves an upload id for 15 minutes (`UPLOAD_TTL_SECONDS`) and answers where and how to PUT the bytes. HEIC, HEIF and AVIF are refused (convert to JPG or PNG); an SVG cannot be prepared as `image`. With `multipart` (and always above the single-PUT ceiling, `SINGLE_PUT_LIMIT_BYTES`) the bytes go in parts: `multipart` says how large each is and where to PUT it, with the headers of `upload_request`; each part stored extends the reservation by `UPLOAD_TTL_SECONDS`, up to `MULTIPART_MAX_HOURS` (24) after prepare.",
   tags: ["Media uploads"],
   guard: mediaWrite,
+  keys: coordinatorKeys,
   request: { body: { required: true, content: { "application/json": { schema: PrepareBody } } } },
   responses: {
     201: { description: "The reservation", content: { "application/json": { schema: Reservation } } },
@@ -108,7 +111,11 @@ export function prepareRoutes(apiBasePath: string) {
     const type = body.type ?? "image";
     const storeId = c.var.caller.storeId;
     refuseDeclaredType(body.content_type, type);
-    const limit = await storeUploadLimit(c.var.db, storeId, () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES"));
+    // The key's claim beside the limit's read: one round trip of latency for both.
+    const [limit, claim] = await Promise.all([
+      storeUploadLimit(c.var.db, storeId, () => setting(c.env, "DEFAULT_UPLOAD_LIMIT_BYTES")),
+      keyClaim(c),
+    ]);
     const single = () => setting(c.env, "SINGLE_PUT_LIMIT_BYTES");
     const plan = planUpload(body.size, limit, single, body.multipart === true);
     const ttlMs = setting(c.env, "UPLOAD_TTL_SECONDS") * 1000;
@@ -116,6 +123,7 @@ export function prepareRoutes(apiBasePath: string) {
     const id = crypto.randomUUID();
     const token = newUploadToken(storeId);
     const reservation = { id, filename: body.filename, contentType: body.content_type, size: body.size, type };
+    const answer = reservationAnswer(c, apiBasePath, { ...reservation, token, expiresAt: end.expiresAt, plan });
     await reserveUpload(
       c.env.BUCKET,
       storeCoordinator(c.env, storeId),
@@ -128,7 +136,9 @@ export function prepareRoutes(apiBasePath: string) {
         maxExpiresAt: end.maxExpiresAt,
       },
       c.get("requestId"),
+      // Kept with the reservation: the answer holds the upload token, which a retry needs as much as the id.
+      claim.ref && { ref: claim.ref, answer: jsonAnswer(201, answer) },
     );
-    return c.json(reservationAnswer(c, apiBasePath, { ...reservation, token, expiresAt: end.expiresAt, plan }), 201);
+    return c.json(answer, 201);
   });
 }

@@ -1,0 +1,210 @@
+import type { Context, MiddlewareHandler } from "hono";
+import type { ContentfulStatusCode, StatusCode } from "hono/utils/http-status";
+import { setting } from "../config";
+import { answerKey, claimKey, type KeyStore, releaseKey, renewKey } from "../db/idempotency-keys";
+import { bookmarkHeader } from "../db/session";
+import { legacyHome } from "../db/shards";
+import type { AppEnv } from "../env";
+import { toHex } from "../lib/encoding";
+import {
+  type ClaimVerdict,
+  type ClaimWanted,
+  type KeptAnswer,
+  type KeyClaim,
+  type KeyRef,
+  keptHeaders,
+  keyLeaseMs,
+  keyRenewalMs,
+} from "../lib/idempotency";
+import { renewEvery } from "../lib/lease";
+import type { GuardedEnv, PathOwner, StoreRule } from "./auth";
+import { inBackground } from "./background";
+import { ApiError } from "./errors";
+
+/**
+ * `Idempotency-Key` on every write (docs/api.md, "Idempotency-Key"): the first request with a key runs, its
+ * answer is kept with the request's fingerprint, and a retry gets that answer again without running. The
+ * records live with the store (src/lib/idempotency.ts has their rules): in its home database for most routes
+ * (db/idempotency-keys.ts), in its coordinator for uploads; a route names its {@link KeyStorage}.
+ *
+ * The claim is written before the route runs and answered by the route's own first reads' time: the route
+ * awaits it (with {@link keyClaim}) beside its first read, and only before its change, so a key adds no
+ * sequential round trip when it has no record. The change's own batch or transaction records that the
+ * change was made, so no crash between the change and the answer lets a retry make it again.
+ */
+
+export const idempotencyMessages = {
+  invalid: "Invalid Idempotency-Key.",
+  mismatch: "This Idempotency-Key was used for a different request.",
+  running: "A request with this Idempotency-Key is still running; retry in a moment.",
+} as const;
+
+export const idempotencyHeader = "Idempotency-Key";
+export const replayedHeader = "Idempotent-Replayed";
+
+/** 1 to 255 characters of printable ASCII. */
+const keyShape = /^[\x20-\x7e]{1,255}$/;
+
+/** Where a route's keys are kept, and the writes of a claim there. */
+type KeyStorage = {
+  claim(scope: { store: KeyStore; tokenHash: string; key: string }, wanted: ClaimWanted): Promise<ClaimVerdict>;
+  renew(ref: KeyRef, until: number): Promise<boolean>;
+  answer(ref: KeyRef, answer: KeptAnswer): Promise<boolean>;
+  release(ref: KeyRef): Promise<void>;
+};
+
+/** The storage of a route's keys, for the request. */
+export type KeyStorageOf = (c: Context<GuardedEnv<StoreRule>>) => KeyStorage;
+
+/** Keys kept in the store's home database, beside the rows the route changes. */
+export const homeDatabaseKeys: KeyStorageOf = (c) => ({
+  claim: (scope, wanted) => claimKey(c.var.db, scope, wanted),
+  renew: (ref, until) => renewKey(c.var.db, ref, until),
+  answer: (ref, answer) => answerKey(c.var.db, ref, answer),
+  release: (ref) => releaseKey(c.var.db, ref),
+});
+
+/** The claim's answer to the route: its change runs only under its own claim. */
+class KeyTaken extends ApiError {
+  constructor() {
+    super(409, idempotencyMessages.running);
+  }
+}
+
+/** The refusal of a change whose claim another request took over meanwhile (its lease ran out): that one runs. */
+export function keyTakenOver(): ApiError {
+  return new ApiError(409, idempotencyMessages.running, undefined, { "Retry-After": "1" });
+}
+
+const noKey: KeyClaim = { ref: null, recovering: false };
+
+/**
+ * The request's claim of its key, for the route's change: null `ref` without a key. Await it beside the
+ * route's first read and before any change; when the key is not the request's (kept answer, another request,
+ * still running) it throws, and the middleware answers for the key instead.
+ */
+export function keyClaim<E extends AppEnv>(c: Context<E>): Promise<KeyClaim> {
+  return c.var.keyClaim ?? Promise.resolve(noKey);
+}
+
+/** A request's fingerprint: SHA-256 of the method, the path and query, and the body's bytes. */
+export async function requestFingerprint(method: string, pathAndQuery: string, body: Uint8Array): Promise<string> {
+  const head = new TextEncoder().encode(`${method}\n${pathAndQuery}\n`);
+  const bytes = new Uint8Array(head.byteLength + body.byteLength);
+  bytes.set(head);
+  bytes.set(body, head.byteLength);
+  return toHex(await crypto.subtle.digest("SHA-256", bytes));
+}
+
+/** The fingerprint of the request of `c` (its body stays readable: Hono keeps what it read). */
+async function fingerprintOf(c: Context): Promise<string> {
+  const url = new URL(c.req.url);
+  return requestFingerprint(c.req.method, `${url.pathname}${url.search}`, new Uint8Array(await c.req.arrayBuffer()));
+}
+
+/** The store the key belongs to: the request's, or the one of the token's stores that owns the path's resource. */
+function keyStore(c: Context<GuardedEnv<StoreRule>>, owner: PathOwner | undefined): KeyStore {
+  const { storeId, scope } = c.var.caller;
+  if (storeId !== null) return storeId;
+  if (!owner) throw new Error("a write of no known store has no owner to find it by");
+  return { kind: owner.kind, id: (c.req.param(owner.param) ?? "").toLowerCase(), scope };
+}
+
+/** Whether an answer is kept: 2xx, and 4xx but 401, 403 and 429 (they say nothing about the request's effect). */
+export const keepable = (status: number) =>
+  (status >= 200 && status < 300) || (status >= 400 && status < 500 && ![401, 403, 429].includes(status));
+
+async function keptAnswer(response: Response): Promise<KeptAnswer> {
+  const headers: Record<string, string> = {};
+  for (const name of keptHeaders) {
+    const value = response.headers.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return { status: response.status, headers, body: await response.clone().text() };
+}
+
+/** The answer for a key that is not the request's: the kept one again, or why not. */
+function answerFor(c: Context, verdict: ClaimVerdict): Response | null {
+  // The route's answer is dropped whole (its headers would otherwise be merged into this one).
+  if (verdict.kind === "replay") {
+    const { status, headers, body } = verdict.answer;
+    c.res = undefined;
+    const replayed = { ...headers, [replayedHeader]: "true" };
+    return body === ""
+      ? c.body(null, status as StatusCode, replayed)
+      : c.body(body, status as ContentfulStatusCode, replayed);
+  }
+  if (verdict.kind === "mismatch" || verdict.kind === "running") {
+    c.res = undefined;
+    const running = verdict.kind === "running";
+    const status: ContentfulStatusCode = running ? 409 : 422;
+    return c.json({ message: idempotencyMessages[verdict.kind] }, status, running ? { "Retry-After": "1" } : {});
+  }
+  return null;
+}
+
+/**
+ * The middleware of a write (bearerRoute, POST and DELETE), after the guard and the path ids: the key checked
+ * (400), the claim started, the route run while the claim is renewed, then the answer kept, or the key's
+ * answer given instead. Keeping the answer happens after the response, in the background: a retry that comes
+ * first is told the request still runs (409) unless the change's batch already kept it.
+ */
+export function idempotency(
+  storage: KeyStorageOf,
+  owner: PathOwner | undefined,
+): MiddlewareHandler<GuardedEnv<StoreRule>> {
+  return async (c, next) => {
+    const key = c.req.header(idempotencyHeader);
+    if (key === undefined) return next();
+    if (!keyShape.test(key)) throw new ApiError(400, idempotencyMessages.invalid);
+    const wanted = {
+      fingerprint: await fingerprintOf(c),
+      now: Date.now(),
+      ttlMs: setting(c.env, "IDEMPOTENCY_TTL_SECONDS") * 1000,
+    };
+    const keys = storage(c);
+    let stopRenewing = () => {};
+    const claimed = keys
+      .claim({ store: keyStore(c, owner), tokenHash: c.var.caller.tokenHash, key }, wanted)
+      .then((verdict) => {
+        if (verdict.kind === "run" || verdict.kind === "recover") {
+          const { ref } = verdict;
+          stopRenewing = renewEvery(keyRenewalMs, () => keys.renew(ref, Date.now() + keyLeaseMs), {
+            key: "idempotency",
+          });
+        }
+        return verdict;
+      });
+    c.set(
+      "keyClaim",
+      claimed.then((verdict): KeyClaim => {
+        if (verdict.kind === "run" || verdict.kind === "recover") {
+          return { ref: verdict.ref, recovering: verdict.kind === "recover" };
+        }
+        if (verdict.kind === "unscoped") return noKey;
+        throw new KeyTaken();
+      }),
+    );
+    c.var.keyClaim?.catch(() => {}); // awaited by the route; its failure is the route's (or answered below)
+    try {
+      await next();
+    } finally {
+      // A claim that failed (the database refused it) is the route's failure, already rendered by it.
+      await claimed.catch(() => {});
+      stopRenewing();
+    }
+    const verdict = await claimed;
+    const replaced = answerFor(c, verdict);
+    if (replaced) {
+      c.res = replaced;
+      return;
+    }
+    if (verdict.kind !== "run" && verdict.kind !== "recover") return;
+    const { ref } = verdict;
+    const kept = keepable(c.res.status) ? await keptAnswer(c.res) : null;
+    // The session's bookmark, which d1Session adds to the answer once this returns (db/session.ts).
+    const bookmark = c.var.databases.bookmark(c.var.home ?? legacyHome);
+    if (kept && bookmark) kept.headers[bookmarkHeader] = bookmark;
+    inBackground(c, kept ? keys.answer(ref, kept) : keys.release(ref));
+  };
+}
