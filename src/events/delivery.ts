@@ -18,7 +18,7 @@ const maxRetryAfterSeconds = 24 * 60 * 60;
  * (at least once), and the record is fenced by the claim, so the overrun attempt cannot overwrite the newer
  * one's outcome.
  */
-export const claimSlackMs = 5_000;
+const claimSlackMs = 5_000;
 
 /** How long one attempt holds its event: the POST's timeout and {@link claimSlackMs}. */
 export function attemptClaimMs(timeoutMs: number): number {

@@ -101,7 +101,7 @@ async function hostedOutcome(name: string): Promise<string | null> {
   const ext = name.slice(name.lastIndexOf(".") + 1);
   const { storeId, token, reservation } = await stage(bytes, {
     filename: name.split("/").pop(),
-    content_type: "image/" + ext,
+    content_type: `image/${ext}`,
   });
   const response = await complete(token, storeId, reservation.id);
   if (response.status !== 201) return `complete answered ${response.status}: ${await response.text()}`;
@@ -167,7 +167,7 @@ describe("corpus refusals through the API", () => {
     }
     expect(reason, "the conversion refuses it").not.toBe("");
     const ext = name.slice(name.lastIndexOf(".") + 1);
-    const { storeId, token, reservation } = await stage(bytes, { filename: "f." + ext, content_type: "image/" + ext });
+    const { storeId, token, reservation } = await stage(bytes, { filename: `f.${ext}`, content_type: `image/${ext}` });
     const response = await complete(token, storeId, reservation.id);
     expect(response.status).toBe(422);
     expect((await json<{ message: string }>(response)).message).toBe(uploadMessages.corrupt(reason));

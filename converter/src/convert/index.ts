@@ -9,7 +9,6 @@ import { CodecAbort } from "./native";
 import { orientInPlace } from "./orient";
 import { type Context, createContext, type Target } from "./pipeline";
 import { decodeBmpInput, decodeGifInput, decodePngInput, type GifScanOutcome } from "./raster-inputs";
-import { readWebpHeader } from "./webp-header";
 import { decodeWebpInput } from "./webp-input";
 
 export { ImageTooLargeError, UnconvertibleImageError } from "./errors";
@@ -50,22 +49,6 @@ function converted(chunks: Uint8Array[], width: number, height: number): Convert
       return joined;
     },
   };
-}
-
-/** Whether a WebP or PNG's leading bytes announce an animation (APNG's acTL before the first IDAT). */
-export function isAnimated(head: Uint8Array, kind: "webp" | "png"): boolean {
-  try {
-    if (kind === "webp") return readWebpHeader(head).animated;
-    const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
-    for (let pos = 8; pos + 8 <= head.length; pos += 12 + view.getUint32(pos)) {
-      const type = String.fromCharCode(...head.subarray(pos + 4, pos + 8));
-      if (type === "acTL") return true;
-      if (type === "IDAT") return false;
-    }
-  } catch {
-    return false; // unreadable bytes are not animated; converting them reports why they are unreadable
-  }
-  return false;
 }
 
 /**

@@ -18,7 +18,7 @@ import { whileHoldingLease } from "./lease";
  * answers 503), where hosted files are found, and the settings it reads at the step that needs them, so a
  * malformed one fails only the completes that reach it.
  */
-export type CompleteDeps = {
+type CompleteDeps = {
   coordinator: CoordinatorStub;
   bucket: R2Bucket;
   db: Database;
