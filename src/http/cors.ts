@@ -4,7 +4,15 @@ import { optionalSetting } from "../config";
 import type { AppEnv } from "../env";
 
 /** Headers browser code may read on API responses. */
-const exposedHeaders = ["Retry-After", "RateLimit", "RateLimit-Policy", "X-Request-Id", "ETag", "X-D1-Bookmark"];
+const exposedHeaders = [
+  "Retry-After",
+  "RateLimit",
+  "RateLimit-Policy",
+  "X-Request-Id",
+  "ETag",
+  "X-D1-Bookmark",
+  "Idempotent-Replayed",
+];
 
 /** CORS for bearer routes: only the origins listed in `CORS_ORIGINS` (comma-separated). */
 const bearerCors = cors({
@@ -12,7 +20,7 @@ const bearerCors = cors({
     const allowed = optionalSetting(c.env, "CORS_ORIGINS") ?? [];
     return allowed.includes(origin) ? origin : null;
   },
-  allowHeaders: ["Authorization", "Content-Type", "X-Service-Store", "X-D1-Bookmark"],
+  allowHeaders: ["Authorization", "Content-Type", "X-Service-Store", "X-D1-Bookmark", "Idempotency-Key"],
   allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
   exposeHeaders: exposedHeaders,
   maxAge: 600,

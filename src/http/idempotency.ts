@@ -1,5 +1,4 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { ContentfulStatusCode, StatusCode } from "hono/utils/http-status";
 import { setting } from "../config";
 import { answerKey, claimKey, type KeyStore, releaseKey, renewKey } from "../db/idempotency-keys";
 import { bookmarkHeader } from "../db/session";
@@ -123,22 +122,31 @@ async function keptAnswer(response: Response): Promise<KeptAnswer> {
   return { status: response.status, headers, body: await response.clone().text() };
 }
 
+/**
+ * A response in place of the route's: its status, body and own headers, over the headers the request's
+ * middleware set on the route's response (CORS, rate limit), not the route's own (body type, Retry-After…).
+ */
+function replacing(c: Context, status: number, headers: Record<string, string>, body: string | null): Response {
+  const merged = new Headers(c.res.headers);
+  for (const name of [...keptHeaders, "Content-Length", "ETag"]) merged.delete(name);
+  for (const [name, value] of Object.entries(headers)) merged.set(name, value);
+  c.res = undefined; // dropped whole: the setter would otherwise merge the route's headers back in
+  return new Response(body, { status, headers: merged });
+}
+
 /** The answer for a key that is not the request's: the kept one again, or why not. */
 function answerFor(c: Context, verdict: ClaimVerdict): Response | null {
-  // The route's answer is dropped whole (its headers would otherwise be merged into this one).
   if (verdict.kind === "replay") {
     const { status, headers, body } = verdict.answer;
-    c.res = undefined;
-    const replayed = { ...headers, [replayedHeader]: "true" };
-    return body === ""
-      ? c.body(null, status as StatusCode, replayed)
-      : c.body(body, status as ContentfulStatusCode, replayed);
+    return replacing(c, status, { ...headers, [replayedHeader]: "true" }, body === "" ? null : body);
   }
   if (verdict.kind === "mismatch" || verdict.kind === "running") {
-    c.res = undefined;
     const running = verdict.kind === "running";
-    const status: ContentfulStatusCode = running ? 409 : 422;
-    return c.json({ message: idempotencyMessages[verdict.kind] }, status, running ? { "Retry-After": "1" } : {});
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      ...(running ? { "Retry-After": "1" } : {}),
+    };
+    return replacing(c, running ? 409 : 422, headers, JSON.stringify({ message: idempotencyMessages[verdict.kind] }));
   }
   return null;
 }

@@ -66,8 +66,13 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
   it("the Worker's own upload page loads Uppy from the Worker's assets and hosts a file", async () => {
     const page = await browser.newPage();
     const scripts: { url: string; status: number }[] = [];
+    const writes: { path: string; key: string | undefined }[] = [];
     page.on("response", (response) => {
       if (response.url().includes("/vendor/")) scripts.push({ url: response.url(), status: response.status() });
+      const request = response.request();
+      if (request.method() === "POST") {
+        writes.push({ path: new URL(request.url()).pathname, key: request.headers()["idempotency-key"] });
+      }
     });
     const query = new URLSearchParams({ token: demoToken, store: demoStoreId });
     await page.goto(`${baseUrl}/api/v1/_dev/upload?${query}`);
@@ -77,6 +82,15 @@ describe.skipIf(!browserAvailable)("uploading from the development page in a bro
     await page.locator("#hosted-image").waitFor({ state: "visible", timeout: 20_000 });
     expect(await page.locator("#status").textContent()).toBe("Hosted: logo.png");
     expect(scripts).toEqual([{ url: `${baseUrl}/vendor/uppy/uppy.min.mjs`, status: 200 }]);
+    // Prepare and complete each with an Idempotency-Key of its own, so a step sent again after a lost answer runs once.
+    expect(writes.map(({ path }) => path.replace(/[0-9a-f-]{36}/, "{id}"))).toEqual([
+      "/api/v1/media-uploads",
+      "/api/v1/media-uploads/{id}/complete",
+    ]);
+    const [prepareKey, completeKey] = writes.map(({ key }) => key);
+    expect(prepareKey).toMatch(/^[\x20-\x7e]{1,255}$/);
+    expect(completeKey).toMatch(/^[\x20-\x7e]{1,255}$/);
+    expect(completeKey).not.toBe(prepareKey);
     await page.close();
   });
 });

@@ -62,9 +62,11 @@ describe("the README's flows with a client generated from the OpenAPI document (
     api.use(bearer, middleware);
     const file = new Blob([await png(320, 200)], { type: "image/png" });
 
-    // `type` has a default (image): a prepare body without it compiles against the generated types.
+    // `type` has a default (image): a prepare body without it compiles against the generated types. One
+    // Idempotency-Key per step, as the README's client sends them.
+    const key = crypto.randomUUID();
     const prepared = await api.POST("/media-uploads", {
-      params: { header: { "X-Service-Store": storeId } },
+      params: { header: { "X-Service-Store": storeId, "Idempotency-Key": `${key}-prepare` } },
       body: { filename: "okladka.png", content_type: file.type, size: file.size },
     });
     await expectStatus(prepared.response, 201);
@@ -87,9 +89,11 @@ describe("the README's flows with a client generated from the OpenAPI document (
     expect(put.error).toBeUndefined();
     await expectStatus(put.response, 204);
 
-    const completed = await api.POST("/media-uploads/{id}/complete", {
-      params: { path: { id }, header: { "X-Service-Store": storeId } },
-    });
+    const complete = () =>
+      api.POST("/media-uploads/{id}/complete", {
+        params: { path: { id }, header: { "X-Service-Store": storeId, "Idempotency-Key": `${key}-complete` } },
+      });
+    const completed = await complete();
     await expectStatus(completed.response, 201);
     assert(completed.data);
     expect(completed.data).toMatchObject({ name: "okladka.png", type: "image" });
@@ -98,9 +102,16 @@ describe("the README's flows with a client generated from the OpenAPI document (
     await expectStatus(hosted, 200);
     expect(hosted.headers.get("Content-Type")).toBe("image/webp");
 
+    // A complete sent again with its key (its answer lost on the way) answers the same file, replayed.
+    const again = await complete();
+    await expectStatus(again.response, 201);
+    expect(again.response.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(again.data).toEqual(completed.data);
+
     expect(sent.map(({ method, authorization }) => [method, authorization])).toEqual([
       ["POST", true],
       ["PUT", false],
+      ["POST", true],
       ["POST", true],
     ]);
     expect(sent[1]?.url).toBe(upload.url);

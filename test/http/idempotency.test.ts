@@ -415,6 +415,29 @@ describe("Idempotency-Key (docs/api.md, Idempotency-Key)", () => {
   });
 });
 
+describe("Idempotency-Key from a browser", () => {
+  it("a listed origin may send Idempotency-Key (the preflight allows it) and read Idempotent-Replayed", async () => {
+    const shop = "https://shop.example";
+    const vars = { CORS_ORIGINS: shop };
+    const preflight = await api("/products/x/publish", {
+      method: "OPTIONS",
+      headers: {
+        Origin: shop,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "idempotency-key",
+      },
+      env: vars,
+    });
+    expect(preflight.headers.get("Access-Control-Allow-Headers")).toContain("Idempotency-Key");
+    const { token, product } = await hookedProduct(false);
+    const call = { method: "POST", path: `/products/${product.id}/publish`, token, headers: { Origin: shop } };
+    await expectStatus(await send(call, "browser", vars), 200);
+    const replay = await send(call, "browser", vars);
+    expect(replay.headers.get("Access-Control-Expose-Headers")).toContain("Idempotent-Replayed");
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+  });
+});
+
 describe("Idempotency-Key records past their time (IDEMPOTENCY_TTL_SECONDS)", () => {
   it("the cron deletes the records past their time of every home at the minutes it drops expired events, not a fenced store's", async () => {
     const kept = await hookedProduct(false);
