@@ -28,7 +28,7 @@ export default defineConfig({
               },
               // The converter Worker, as wrangler builds it for a deploy, behind the API's CONVERTER binding
               // (wrangler.toml): the API's tests convert through the same RPC as production, in another Worker.
-              workers: [{ ...converterSettings(), modules: buildConverter() }],
+              workers: [{ ...converterSettings(), ...buildConverter() }],
             },
           })),
         ],

@@ -8,7 +8,7 @@ import { webhookEvents } from "./db/schema";
 import { homeDb, homeNames, legacyHome } from "./db/shards";
 import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "./events/delivery";
 import type { DeliveryMessage } from "./events/records";
-import { dropsExpired, sweepEvents } from "./events/sweep";
+import { dropsExpired, sweepAgainAfterMs, sweepEvents } from "./events/sweep";
 import { targetRefusal } from "./events/targets";
 import { ApiError } from "./http/errors";
 import { log } from "./lib/log";
@@ -148,13 +148,19 @@ export default {
     // Every home database holds events of its stores: each is swept (DB for stores placed before sharding). At
     // the same minutes as expired events, its Idempotency-Key records past their time go (the coordinators' go
     // at their own alarms).
-    ctx.waitUntil(
+    const sweepHomes = (dropping: boolean) =>
       Promise.all(
         homeNames(env).flatMap((home) => [
-          sweepEvents({ db: homeDb(env, home), queue, retentionDays, dropExpired }),
-          ...(dropExpired ? [dropExpiredKeys(homeDb(env, home), controller.scheduledTime)] : []),
+          sweepEvents({ db: homeDb(env, home), queue, retentionDays, dropExpired: dropping }),
+          ...(dropping ? [dropExpiredKeys(homeDb(env, home), controller.scheduledTime)] : []),
         ]),
-      ),
+      );
+    // Then once more half a minute later (re-enqueueing only), so an event whose message was lost waits under
+    // a minute although the cron's finest step is one (sweep.ts, `sweepAgainAfterMs`).
+    ctx.waitUntil(
+      sweepHomes(dropExpired)
+        .then(() => new Promise((resolve) => setTimeout(resolve, sweepAgainAfterMs)))
+        .then(() => sweepHomes(false)),
     );
   },
 } satisfies ExportedHandler<Env, unknown>;

@@ -7,12 +7,19 @@ import type { DeliveryMessage } from "./records";
 /**
  * How late a pending event may be before the sweep re-enqueues it: longer than a queue takes to hand a due
  * message to the consumer (seconds), so the sweep adds a message only when the one the event had is lost (its
- * enqueue failed or never ran, or it was dropped), and short, because with the sweep running every minute an
- * event whose message was lost waits this long plus at most a minute. A message merely later than this (a
+ * enqueue failed or never ran, or it was dropped), and short, because with the sweep running every half
+ * minute ({@link sweepAgainAfterMs}) an event whose message was lost waits this long plus at most 30 s: under
+ * a minute. A message merely later than this (a
  * queue backlog) gets a duplicate, which costs a queue message, never a second POST: the duplicate finds the
  * attempt claimed, or not due, or the event settled.
  */
-export const sweepGraceMs = 30_000;
+export const sweepGraceMs = 25_000;
+
+/**
+ * The cron runs once a minute, its finest step; each run sweeps again this long after its start (re-enqueueing
+ * only), so the re-enqueue sweep runs every half minute.
+ */
+export const sweepAgainAfterMs = 30_000;
 /** Events re-enqueued per sweep; more wait for the next run. */
 const sweepLimit = 1000;
 /** Queues take at most 100 messages per sendBatch; D1 binds at most 100 parameters per statement. */
