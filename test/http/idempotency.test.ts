@@ -231,6 +231,19 @@ describe("Idempotency-Key (docs/api.md, Idempotency-Key)", () => {
     expect((await eventsOf(storeId, product.id)).map((event) => event.type)).toEqual(["product.published"]);
   });
 
+  it("a replay carries the first answer's kept headers: Content-Type and X-D1-Bookmark", async () => {
+    const { token, product } = await hookedProduct(false);
+    const call = { method: "POST", path: `/products/${product.id}/publish`, token };
+    const first = await send(call, "headers");
+    await expectStatus(first, 200);
+    let retry = await send(call, "headers");
+    for (let tries = 0; retry.status === 409 && tries < 50; tries++) retry = await send(call, "headers");
+    expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(first.headers.get("X-D1-Bookmark")).toBeTruthy();
+    expect(retry.headers.get("X-D1-Bookmark")).toBe(first.headers.get("X-D1-Bookmark"));
+    expect(retry.headers.get("Content-Type")).toBe(first.headers.get("Content-Type"));
+  });
+
   it("a malformed key (empty, 256 characters, a control or non-ASCII character) answers 400 Invalid Idempotency-Key. and runs nothing", async () => {
     const { storeId, token, product, state } = await hookedProduct(false);
     const before = await state();
