@@ -1,12 +1,14 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type {
+  AvifJob,
+  AvifOutcome,
   ConverterService,
   ConvertJob,
   ConvertOutcome,
   WidthJob,
   WidthOutcome,
 } from "../../src/converter/contract";
-import { convertStill, describeWebp, makeWidth } from "./jobs";
+import { convertStill, describeWebp, makeAvif, makeWidth } from "./jobs";
 
 /**
  * The converter Worker: the RPC entrypoint the API Worker's `CONVERTER` binding names. Each call runs on an
@@ -19,6 +21,10 @@ export class Converter extends WorkerEntrypoint<ConverterEnv> implements Convert
 
   makeWidth(job: WidthJob): Promise<WidthOutcome> {
     return makeWidth(job);
+  }
+
+  makeAvif(job: AvifJob): Promise<AvifOutcome> {
+    return makeAvif(job);
   }
 
   async describe(head: Uint8Array): Promise<{ width: number; height: number; animated: boolean } | null> {

@@ -1,4 +1,6 @@
 import type {
+  AvifJob,
+  AvifOutcome,
   ConvertJob,
   ConvertOutcome,
   Refusal,
@@ -9,6 +11,7 @@ import type {
 import { toHex } from "../../src/lib/encoding";
 import {
   convertToWebp,
+  encodeHostedAvif,
   type ImageInput,
   ImageTooLargeError,
   resizeHostedWebp,
@@ -57,8 +60,13 @@ export async function convertStill(job: ConvertJob): Promise<ConvertOutcome> {
     // A GIF that cannot be walked is converted all the same: the conversion reports why it cannot be read.
     const gifScan = job.format === "gif" ? await scanGifInput(input).catch(() => undefined) : undefined;
     if (gifScan && "scan" in gifScan && gifScan.scan.frames > 1) return { animated: true };
-    const { width, height, size, chunks } = await convertToWebp(input, job.format, { maxEdge: job.maxEdge, gifScan });
-    return { converted: { width, height, size, body: streamOf(chunks) } };
+    const { width, height, size, chunks, placeholder } = await convertToWebp(input, job.format, {
+      maxEdge: job.maxEdge,
+      gifScan,
+    });
+    if (!placeholder) throw new Error("a conversion made no placeholder");
+    const { placeholder: hash, dominantColor } = placeholder;
+    return { converted: { width, height, size, body: streamOf(chunks), placeholder: hash, dominantColor } };
   } catch (error) {
     const refusal = refusalOf(error);
     if (refusal) return refusal;
@@ -72,8 +80,24 @@ export async function convertStill(job: ConvertJob): Promise<ConvertOutcome> {
  */
 export async function makeWidth(job: WidthJob): Promise<WidthOutcome> {
   const { bytes } = await resizeHostedWebp(sourceInput(job.source), { width: job.width, height: job.height });
-  const digest = new Uint8Array(await crypto.subtle.digest("MD5", bytes));
-  return { bytes, etag: `"${toHex(digest)}"` };
+  return { bytes, etag: await r2Etag(bytes) };
+}
+
+/** The entity tag R2 gives a single put of `bytes`: their MD5. */
+async function r2Etag(bytes: Uint8Array): Promise<string> {
+  return `"${toHex(new Uint8Array(await crypto.subtle.digest("MD5", bytes)))}"`;
+}
+
+/**
+ * Encodes a hosted WebP as an AVIF of the job's size (`?format=avif`), or scaled down to the encoder's pixel
+ * budget (convert/avif.ts), and answers its bytes and entity tag as a width does.
+ */
+export async function makeAvif(job: AvifJob): Promise<AvifOutcome> {
+  const { bytes, width, height } = await encodeHostedAvif(sourceInput(job.source), {
+    width: job.width,
+    height: job.height,
+  });
+  return { bytes, etag: await r2Etag(bytes), width, height };
 }
 
 /** A WebP's canvas size and animation flag from its first bytes; null when they are not a readable WebP. */

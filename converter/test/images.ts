@@ -1,3 +1,5 @@
+import avifDecoderFactory from "@jsquash/avif/codec/dec/avif_dec.js";
+import avifDecoderWasm from "@jsquash/avif/codec/dec/avif_dec.wasm";
 import jpegEncoderFactory from "@jsquash/jpeg/codec/enc/mozjpeg_enc.js";
 import jpegEncoderWasm from "@jsquash/jpeg/codec/enc/mozjpeg_enc.wasm";
 import { defaultOptions as jpegDefaults } from "@jsquash/jpeg/meta";
@@ -288,6 +290,23 @@ export async function decodeWebp(
   webpDecoder ??= instantiate<WebpDecoder>(webpDecoderFactory, webpDecoderWasm);
   const result = (await webpDecoder).decode(bytes);
   if (!result) throw new Error("WebP did not decode");
+  return result;
+}
+
+type AvifDecoder = {
+  decode(data: Uint8Array, bitDepth: number): { data: Uint8ClampedArray; width: number; height: number } | null;
+};
+let avifDecoder: Promise<AvifDecoder> | undefined;
+
+/** Decodes an AVIF with libavif's decoder (@jsquash/avif's build, dav1d), checking its `ftyp` brand first. */
+export async function decodeAvif(
+  bytes: Uint8Array,
+): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
+  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (tag(4) !== "ftyp" || tag(8) !== "avif") throw new Error(`not an AVIF: ${tag(4)} ${tag(8)}`);
+  avifDecoder ??= instantiate<AvifDecoder>(avifDecoderFactory, avifDecoderWasm);
+  const result = (await avifDecoder).decode(bytes, 8);
+  if (!result) throw new Error("AVIF did not decode");
   return result;
 }
 

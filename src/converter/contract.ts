@@ -33,8 +33,19 @@ export type ConvertJob = {
 /** Why the bytes cannot be converted: the message's detail, in plain words, and which kind of refusal. */
 export type Refusal = { refused: "too-large" | "unconvertible"; detail: string };
 
-/** A WebP made by the converter: its size in pixels, its length, and its bytes as a stream of that length. */
-export type ConvertedWebp = { width: number; height: number; size: number; body: ReadableStream<Uint8Array> };
+/**
+ * A WebP made by the converter: its size in pixels, its length, its bytes as a stream of that length, and what
+ * a page shows before it arrives, read from the same decoded pixels: `placeholder`, the image's ThumbHash
+ * (base64, alpha kept), and `dominantColor`, the alpha-weighted mean of its sRGB values (lowercase `#rrggbb`).
+ */
+export type ConvertedWebp = {
+  width: number;
+  height: number;
+  size: number;
+  body: ReadableStream<Uint8Array>;
+  placeholder: string;
+  dominantColor: string;
+};
 
 export type ConvertOutcome =
   | { converted: ConvertedWebp }
@@ -48,10 +59,20 @@ export type WidthJob = { source: SourceBytes; width: number; height: number };
 /** A variant's bytes (small: a width), and R2's entity tag for them as one put would give it (their MD5). */
 export type WidthOutcome = { bytes: Uint8Array; etag: string };
 
+/**
+ * Encodes a converted image as an AVIF `width × height` (at most the hosted image's size): a `?format=avif`
+ * variant. The converter scales a size past its encoder's pixel budget down to fit (docs/conversion.md).
+ */
+export type AvifJob = { source: SourceBytes; width: number; height: number };
+
+/** An AVIF's bytes, their entity tag (as for a width), and the size it was encoded at. */
+export type AvifOutcome = WidthOutcome & { width: number; height: number };
+
 /** The converter's RPC methods: what the API's binding may call. */
 export interface ConverterService {
   convert(job: ConvertJob): Promise<ConvertOutcome>;
   makeWidth(job: WidthJob): Promise<WidthOutcome>;
+  makeAvif(job: AvifJob): Promise<AvifOutcome>;
   /** A WebP's canvas size from its first bytes (images hosted before their size was kept in metadata). */
   describe(head: Uint8Array): Promise<{ width: number; height: number; animated: boolean } | null>;
 }

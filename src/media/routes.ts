@@ -9,7 +9,7 @@ import { mediaKey, privateFileKey } from "../storage/keys";
 import { mediaMessages } from "./messages";
 import { parseRange } from "./range";
 import { verifyFileSignature } from "./signing";
-import { serveWidth } from "./widths";
+import { serveWidth, variesOnAccept } from "./widths";
 
 const notFound = () => new ApiError(404, messages.notFound);
 
@@ -59,7 +59,7 @@ export const mediaRoutes = createRouter()
     const match = /^([0-9a-f-]{36})\.([a-z0-9]{2,5})$/.exec(file);
     if (!uuid.test(storeId) || !match?.[1] || !uuid.test(match[1]) || !match[2]) throw notFound();
     const [uploadId, extension] = [match[1], match[2]];
-    // `?width=N` of a converted image (widths.ts); null serves the object as it is.
+    // `?width=N` and `?format=` of a converted image (widths.ts); null serves the object as it is.
     const narrower = await serveWidth({
       request: c.req.raw,
       env: c.env,
@@ -69,10 +69,13 @@ export const mediaRoutes = createRouter()
       extension,
     });
     if (narrower) return narrower;
-    return serveObject(c.req.raw, c.env.BUCKET, mediaKey(storeId, match[1], match[2]), () => ({
+    const hosted = await serveObject(c.req.raw, c.env.BUCKET, mediaKey(storeId, match[1], match[2]), () => ({
       "Cache-Control": "public, max-age=31536000, immutable",
       "X-Content-Type-Options": "nosniff",
     }));
+    // `format=auto` answered with the hosted WebP: another Accept may get an AVIF at the same URL.
+    if (extension === "webp" && variesOnAccept(c.req.raw)) hosted.headers.set("Vary", "Accept");
+    return hosted;
   })
   .get("/files/:storeId/:uploadId/:filename", async (c) => {
     const { storeId, uploadId } = c.req.param();

@@ -3,17 +3,20 @@ import { askConverter, r2Source } from "../converter/client";
 import type { SourceBytes } from "../converter/contract";
 import { ApiError } from "../http/errors";
 import { log } from "../lib/log";
-import { mediaKey, mediaWidthKey } from "../storage/keys";
+import { mediaAvifKey, mediaKey, mediaWidthKey } from "../storage/keys";
 import { widthClaims } from "../uploads/for-media";
 import { mediaMessages } from "./messages";
 import { parseRange } from "./range";
 import { type RememberedVariant, VariantMemory } from "./variant-memory";
 
 /**
- * `{file_url}?width=N`: a converted image re-encoded N pixels wide (docs/responsive-images.md). Made once
- * from the hosted WebP by the converter Worker, for the request that first asks for it, then served from the
- * edge cache or R2.
+ * `{file_url}?width=N` and `?format=`: a converted image re-encoded N pixels wide, or as an AVIF at full size
+ * or N pixels wide (docs/responsive-images.md). Made once from the hosted WebP by the converter Worker, for the
+ * request that first asks for it, then served from the edge cache or R2.
  */
+
+/** The formats a variant is made in. */
+type Format = "webp" | "avif";
 
 /** What the media route needs to answer a `?width=` request. */
 type WidthRequest = {
@@ -27,9 +30,9 @@ type WidthRequest = {
 };
 
 /** The hosted image's headers (media/routes.ts), for a variant of `size` bytes whose entity tag is `etag`. */
-function variantHeaders(etag: string, size: number): Headers {
+function variantHeaders(etag: string, size: number, format: Format): Headers {
   return new Headers({
-    "Content-Type": "image/webp",
+    "Content-Type": `image/${format}`,
     "Cache-Control": "public, max-age=31536000, immutable",
     "X-Content-Type-Options": "nosniff",
     ETag: etag,
@@ -47,6 +50,9 @@ const widthMessages = {
   unsupported: (widths: number[]) => `Unsupported width. Use one of: ${widths.join(", ")}.`,
   failed:
     "The image could not be made at this width just now. Nothing was stored; please try again in a moment (see Retry-After).",
+  failedAvif:
+    "The image could not be made as an AVIF just now. Nothing was stored; please try again in a moment (see Retry-After).",
+  unsupportedFormat: "Unsupported format. Use one of: webp, avif, auto.",
 };
 
 let generations = 0;
@@ -73,51 +79,99 @@ function requestedWidth(url: URL, widths: number[]): number | null {
   return width;
 }
 
+/**
+ * The `format` asked for, or null when the request has none: `webp`, `avif` or `auto`, exactly once; anything
+ * else is 400.
+ */
+function requestedFormat(url: URL): Format | "auto" | null {
+  const values = url.searchParams.getAll("format");
+  if (values.length === 0) return null;
+  const [value] = values;
+  if (values.length === 1 && (value === "webp" || value === "avif" || value === "auto")) return value;
+  throw new ApiError(400, widthMessages.unsupportedFormat);
+}
+
+/** Whether an `Accept` header lists `image/avif` (with a quality above 0). */
+function acceptsAvif(accept: string | null): boolean {
+  return (accept ?? "").split(",").some((item) => {
+    const [type, ...parameters] = item.split(";").map((part) => part.trim().toLowerCase());
+    const quality = parameters.find((parameter) => parameter.startsWith("q="));
+    return type === "image/avif" && (quality === undefined || Number(quality.slice(2)) > 0);
+  });
+}
+
+/**
+ * Whether the answer to this media request depends on its `Accept` (`format=auto`): every answer to it, the
+ * hosted image's included, says `Vary: Accept`.
+ */
+export function variesOnAccept(request: Request): boolean {
+  return new URL(request.url).searchParams.getAll("format").includes("auto");
+}
+
 /** The height of an image `width × height` scaled to `target` pixels wide (at least 1). */
 function scaledHeight(width: number, height: number, target: number): number {
   return Math.max(1, Math.round((height * target) / width));
 }
 
 /**
- * The `?width=` hook of the public media route: the answer for the asked width, or null to serve what the
- * route serves without it (no `width`; media without narrower widths: video, animations; a width at or
- * above the image's own).
+ * The `?width=` and `?format=` hook of the public media route: the answer for the asked variant, or null to serve
+ * what the route serves without them (neither; media without variants: video, animations; a WebP width at or
+ * above the image's own, or `format=webp` alone). `format=auto` answers AVIF when `Accept` lists it, else WebP.
  */
 export async function serveWidth(ask: WidthRequest): Promise<Response | null> {
-  const { request, env, storeId, uploadId, extension } = ask;
+  const { request, env, extension } = ask;
   const url = new URL(request.url);
-  if (!url.searchParams.has("width")) return null;
+  if (!url.searchParams.has("width") && !url.searchParams.has("format")) return null;
   const width = requestedWidth(url, setting(env, "IMAGE_WIDTHS"));
-  if (width === null || extension !== "webp") return null;
+  const asked = requestedFormat(url);
+  if (extension !== "webp") return null;
+  const format = asked === "auto" ? (acceptsAvif(request.headers.get("Accept")) ? "avif" : "webp") : (asked ?? "webp");
+  if (format === "webp" && width === null) return null;
+  const response = await serveVariant(ask, width, format);
+  if (response && asked === "auto") response.headers.set("Vary", "Accept");
+  return response;
+}
 
-  // One entry per image and width (in memory and in the edge cache), whatever else the query holds.
-  const cacheKey = `${url.origin}${url.pathname}?width=${width}`;
+/**
+ * A variant: WebP `width` pixels wide, or AVIF at full size (`width` null) or `width` pixels wide. One entry per
+ * image, width and format (in memory and in the edge cache), whatever else the query holds: the chosen format is
+ * in the key, so a `format=auto` answer is never another format's.
+ */
+async function serveVariant(ask: WidthRequest, width: number | null, format: Format): Promise<Response | null> {
+  const { request, env, storeId, uploadId } = ask;
+  const url = new URL(request.url);
+  const query = [width === null ? null : `width=${width}`, format === "avif" ? "format=avif" : null];
+  const cacheKey = `${url.origin}${url.pathname}?${query.filter(Boolean).join("&")}`;
   const remembered = rememberedWidths.get(cacheKey);
-  if (remembered) return answerBytes(request, remembered);
+  if (remembered) return answerBytes(request, remembered, format);
 
   const cached = await caches.default.match(cacheKey);
   if (cached) {
     const etag = cached.headers.get("ETag");
     const kept = etag && (await keep(cacheKey, etag, Number(cached.headers.get("Content-Length")), cached));
-    return kept ? answerBytes(request, kept) : answer(request, cached.headers, cached);
+    return kept ? answerBytes(request, kept, format) : answer(request, cached.headers, cached);
   }
 
-  const key = mediaWidthKey(storeId, uploadId, width);
+  const key = format === "webp" ? mediaWidthKey(storeId, uploadId, width ?? 0) : mediaAvifKey(storeId, uploadId, width);
   const hostedKey = mediaKey(storeId, uploadId, "webp");
   // Both at once: a stored variant is answered; otherwise the hosted image's size decides what is made.
   const [stored, hosted] = await Promise.all([env.BUCKET.get(key), env.BUCKET.head(hostedKey)]);
-  if (stored) return serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+  const served = { cacheKey, format };
+  if (stored) return serveStored(ask, served, stored.httpEtag, stored.size, new Response(stored.body));
   if (!hosted) return null;
   let source: { width: number; height: number } | null;
   try {
     source = await hostedSize(ask, hosted);
   } catch (error) {
-    logFailure(ask, width, error);
-    return unavailable();
+    logFailure(ask, width, error, format);
+    return unavailable(format);
   }
-  if (!source || width >= source.width) return null;
-  const size = { width, height: scaledHeight(source.width, source.height, width) };
-  return makeOnce(ask, { width, key, cacheKey, size, hosted: r2Source(env.BUCKET, hostedKey, hosted.size) });
+  if (!source) return null;
+  if (width !== null && width >= source.width) return format === "webp" ? null : serveVariant(ask, null, "avif");
+  const size = width === null ? source : { width, height: scaledHeight(source.width, source.height, width) };
+  const claimKey = `${uploadId}/${width ?? "full"}${format === "avif" ? "/avif" : ""}`;
+  const origin = r2Source(env.BUCKET, hostedKey, hosted.size);
+  return makeOnce(ask, { width, format, key, cacheKey, claimKey, size, hosted: origin });
 }
 
 /**
@@ -144,15 +198,16 @@ async function hostedSize(ask: WidthRequest, hosted: R2Object): Promise<{ width:
  */
 async function serveStored(
   ask: WidthRequest,
-  cacheKey: string,
+  served: { cacheKey: string; format: Format },
   etag: string,
   size: number,
   body: Response,
 ): Promise<Response> {
+  const { cacheKey, format } = served;
   const kept = await keep(cacheKey, etag, size, body);
   const response = kept
-    ? await answerBytes(ask.request, kept)
-    : await answer(ask.request, variantHeaders(etag, size), body);
+    ? await answerBytes(ask.request, kept, format)
+    : await answer(ask.request, variantHeaders(etag, size, format), body);
   if (ask.request.method === "GET" && response.status === 200) {
     ask.waitUntil(caches.default.put(cacheKey, response.clone()));
   }
@@ -171,14 +226,19 @@ async function keep(cacheKey: string, etag: string, size: number, body: Response
 }
 
 /** Answers a variant whose bytes are at hand. */
-function answerBytes(request: Request, variant: RememberedVariant): Promise<Response> {
-  return answer(request, variantHeaders(variant.etag, variant.bytes.byteLength), new Response(variant.bytes));
+function answerBytes(request: Request, variant: RememberedVariant, format: Format): Promise<Response> {
+  const headers = variantHeaders(variant.etag, variant.bytes.byteLength, format);
+  return answer(request, headers, new Response(variant.bytes));
 }
 
 type Variant = {
-  width: number;
+  /** The width asked for; null for a full-size AVIF. */
+  width: number | null;
+  format: Format;
   key: string;
   cacheKey: string;
+  /** What the store's coordinator knows the variant by: the upload, the width (or `full`) and an AVIF's format. */
+  claimKey: string;
   size: { width: number; height: number };
   /** The hosted image, which the converter reads (through the binding) if this request makes the width. */
   hosted: SourceBytes;
@@ -194,36 +254,37 @@ async function makeOnce(ask: WidthRequest, variant: Variant): Promise<Response> 
     return await claimAndMake(ask, variant);
   } catch (error) {
     // The coordinator or R2 failed: nothing was stored, the next request tries again.
-    logFailure(ask, variant.width, error);
-    return unavailable();
+    logFailure(ask, variant.width, error, variant.format);
+    return unavailable(variant.format);
   }
 }
 
-function logFailure(ask: WidthRequest, width: number, error: unknown): void {
+function logFailure(ask: WidthRequest, width: number | null, error: unknown, format: Format = "webp"): void {
   log.error("media: making a width failed", {
     store_id: ask.storeId,
     upload_id: ask.uploadId,
     width,
+    format,
     error: String(error),
   });
 }
 
 async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Response> {
-  const { env, storeId, uploadId } = ask;
-  const { width, key, cacheKey } = variant;
+  const { env, storeId } = ask;
+  const { width, key, cacheKey, claimKey, format } = variant;
   const claims = widthClaims(env, storeId);
-  const claimKey = `${uploadId}/${width}`;
+  const served = { cacheKey, format };
   const deadline = Date.now() + waitLimitMs;
   let waitedOn: number | null = null;
   let notStored = false;
   let pause = 20;
   const storedNow = async () => {
     const stored = await env.BUCKET.get(key);
-    return stored && serveStored(ask, cacheKey, stored.httpEtag, stored.size, new Response(stored.body));
+    return stored && serveStored(ask, served, stored.httpEtag, stored.size, new Response(stored.body));
   };
   for (;;) {
     const claim = await claims.claim(claimKey, waitedOn, notStored);
-    if (claim.verdict === "failed") return unavailable();
+    if (claim.verdict === "failed") return unavailable(format);
     if (claim.verdict === "stored") {
       const stored = await storedNow();
       if (stored) return stored;
@@ -231,20 +292,20 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
       continue;
     }
     if (claim.verdict === "make") {
-      let made: { bytes: Uint8Array; etag: string };
+      let made: Made;
       try {
         made = await make(ask, variant);
       } catch (error) {
-        logFailure(ask, width, error);
-        await finish(ask, claimKey, claim.attempt, false);
-        return unavailable();
+        logFailure(ask, width, error, format);
+        await finish(ask, variant, claim.attempt, false);
+        return unavailable(format);
       }
       // Stored and reported after the answer: requests waiting meanwhile find it in R2 once it is there.
-      ask.waitUntil(store(ask, variant, made.bytes).then((stored) => finish(ask, claimKey, claim.attempt, stored)));
-      return serveStored(ask, cacheKey, made.etag, made.bytes.length, new Response(made.bytes));
+      ask.waitUntil(store(ask, variant, made).then((stored) => finish(ask, variant, claim.attempt, stored)));
+      return serveStored(ask, served, made.etag, made.bytes.length, new Response(made.bytes));
     }
     waitedOn = claim.attempt;
-    if (Date.now() + pause > deadline) return unavailable();
+    if (Date.now() + pause > deadline) return unavailable(format);
     await new Promise((resolve) => setTimeout(resolve, pause));
     pause = Math.min(pause * 2, 250);
     const stored = await storedNow();
@@ -253,43 +314,50 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
 }
 
 /** Reports the end of an attempt to the coordinator; unreported (it failed), the claim lapses after its lease. */
-async function finish(ask: WidthRequest, claimKey: string, attempt: number, made: boolean): Promise<void> {
+async function finish(ask: WidthRequest, variant: Variant, attempt: number, made: boolean): Promise<void> {
   try {
-    await widthClaims(ask.env, ask.storeId).finish(claimKey, attempt, made);
+    await widthClaims(ask.env, ask.storeId).finish(variant.claimKey, attempt, made);
   } catch (error) {
-    logFailure(ask, Number(claimKey.split("/")[1]), error);
+    logFailure(ask, variant.width, error, variant.format);
   }
 }
 
+/** A made variant: its bytes, their entity tag, and the size it was encoded at. */
+type Made = { bytes: Uint8Array; etag: string; width: number; height: number };
+
 /**
- * Has the converter decode the hosted WebP scaled to the variant's size and encode it as conversion does;
- * answers the bytes and their entity tag, R2's for a single put (the MD5 of the bytes), so the answer need not
- * wait for the put.
+ * Has the converter decode the hosted WebP scaled to the variant's size and encode it, as a WebP the way
+ * conversion does or as an AVIF (which the converter may encode smaller, within its encoder's memory); answers
+ * the bytes and their entity tag, R2's for a single put (the MD5 of the bytes), so the answer need not wait for
+ * the put.
  */
-function make(ask: WidthRequest, variant: Variant): Promise<{ bytes: Uint8Array; etag: string }> {
+async function make(ask: WidthRequest, variant: Variant): Promise<Made> {
   generations += 1;
-  return askConverter(ask.env.CONVERTER, { upload_id: ask.uploadId, width: variant.width }, (converter) =>
-    converter.makeWidth({ source: variant.hosted, ...variant.size }),
-  );
+  const context = { upload_id: ask.uploadId, width: variant.width, format: variant.format };
+  const job = { source: variant.hosted, ...variant.size };
+  if (variant.format === "avif")
+    return askConverter(ask.env.CONVERTER, context, (converter) => converter.makeAvif(job));
+  const made = await askConverter(ask.env.CONVERTER, context, (converter) => converter.makeWidth(job));
+  return { ...made, ...variant.size };
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */
-async function store(ask: WidthRequest, variant: Variant, bytes: Uint8Array): Promise<boolean> {
+async function store(ask: WidthRequest, variant: Variant, made: Made): Promise<boolean> {
   try {
-    await ask.env.BUCKET.put(variant.key, bytes, {
-      httpMetadata: { contentType: "image/webp" },
-      customMetadata: { width: String(variant.size.width), height: String(variant.size.height) },
+    await ask.env.BUCKET.put(variant.key, made.bytes, {
+      httpMetadata: { contentType: `image/${variant.format}` },
+      customMetadata: { width: String(made.width), height: String(made.height) },
     });
     return true;
   } catch (error) {
-    logFailure(ask, variant.width, error);
+    logFailure(ask, variant.width, error, variant.format);
     return false;
   }
 }
 
-function unavailable(): Response {
+function unavailable(format: Format = "webp"): Response {
   return Response.json(
-    { message: widthMessages.failed },
+    { message: format === "avif" ? widthMessages.failedAvif : widthMessages.failed },
     { status: 503, headers: { "Retry-After": String(retryAfterSeconds), "Cache-Control": "no-store" } },
   );
 }

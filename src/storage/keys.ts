@@ -18,6 +18,14 @@ export function mediaWidthKey(storeId: string, uploadId: string, width: number):
   return `media-widths/${storeId}/${uploadId}/${width}.webp`;
 }
 
+/**
+ * A converted image as an AVIF, `width` pixels wide or at full size (`null`), served at its public URL with
+ * `?format=avif` (and `?width=`).
+ */
+export function mediaAvifKey(storeId: string, uploadId: string, width: number | null): string {
+  return `media-widths/${storeId}/${uploadId}/${width ?? "full"}.avif`;
+}
+
 /** Private files, served only with a valid signature. */
 export function privateFileKey(storeId: string, uploadId: string): string {
   return `files/${storeId}/${uploadId}`;

@@ -99,6 +99,7 @@ describe("completeUpload holds its lease while it works", () => {
         return env.CONVERTER.convert(job);
       },
       makeWidth: (job) => env.CONVERTER.makeWidth(job),
+      makeAvif: (job) => env.CONVERTER.makeAvif(job),
       describe: (key) => env.CONVERTER.describe(key),
     };
     const completing = completeUpload(

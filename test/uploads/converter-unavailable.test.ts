@@ -36,6 +36,7 @@ function converterWith(overrides: Partial<ConverterService>): ConverterService {
   return {
     convert: (job) => env.CONVERTER.convert(job),
     makeWidth: (job) => env.CONVERTER.makeWidth(job),
+    makeAvif: (job) => env.CONVERTER.makeAvif(job),
     describe: (key) => env.CONVERTER.describe(key),
     ...overrides,
   };

@@ -1,13 +1,15 @@
+import { avifSize, encodeAvif } from "./avif";
 import { maxQuality, maxSupportedEdge } from "./budget";
 import { applyToTarget } from "./colour";
 import { UnconvertibleImageError } from "./errors";
 import type { Orientation } from "./exif";
 import type { ImageInput, StillImageKind } from "./input";
-import { getCodecs, recordCodecBytes, releaseInstances, underConversionLock } from "./instances";
+import { type Codecs, getCodecs, recordCodecBytes, releaseInstances, underConversionLock } from "./instances";
 import { decodeJpeg } from "./jpeg-input";
 import { CodecAbort } from "./native";
 import { orientInPlace } from "./orient";
 import { type Context, createContext, type Target } from "./pipeline";
+import { type Placeholder, placeholderOf } from "./placeholder";
 import { decodeBmpInput, decodeGifInput, decodePngInput, type GifScanOutcome } from "./raster-inputs";
 import { decodeWebpInput } from "./webp-input";
 
@@ -26,10 +28,17 @@ type ConvertedImage = {
   size: number;
   width: number;
   height: number;
+  /** The placeholder and dominant colour of a conversion (placeholder.ts); null for a width. */
+  placeholder: Placeholder | null;
   readonly bytes: Uint8Array;
 };
 
-function converted(chunks: Uint8Array[], width: number, height: number): ConvertedImage {
+function converted(
+  chunks: Uint8Array[],
+  width: number,
+  height: number,
+  placeholder: Placeholder | null,
+): ConvertedImage {
   const size = chunks.reduce((total, chunk) => total + chunk.length, 0);
   let joined: Uint8Array | null = null;
   return {
@@ -37,6 +46,7 @@ function converted(chunks: Uint8Array[], width: number, height: number): Convert
     size,
     width,
     height,
+    placeholder,
     get bytes() {
       if (!joined) {
         joined = new Uint8Array(size);
@@ -109,7 +119,10 @@ async function decode(
   }
 }
 
-/** The decoded target, its colour transform applied and turned upright, encoded (the encoder frees it). */
+/**
+ * The decoded target, its colour transform applied and turned upright, encoded (the encoder frees it). A
+ * conversion (not a width) first reads its placeholder from the same pixels.
+ */
 function encodeTarget(context: Context, orientation: Orientation, quality: number): ConvertedImage {
   const codec = context.codecs.codec;
   const target = context.target as Target | null;
@@ -127,15 +140,52 @@ function encodeTarget(context: Context, orientation: Orientation, quality: numbe
     target.height,
     orientation,
   );
+  const placeholder = context.size
+    ? null
+    : placeholderOf(codec.heap(target.pointer, width * height * 4), width, height);
   context.target = null; // the encoder frees the pixels, whatever happens
   return converted(
     codec.encode(target.pointer, width, height, { quality, method: 2, opaque: target.opaque }),
     width,
     height,
+    placeholder,
   );
 }
 
-async function convertNow(
+/**
+ * Encodes a hosted (converted, still) WebP as an AVIF of `size` (at most the hosted image's), or scaled down to
+ * the encoder's pixel budget when larger (avif.ts): decoded at that size as a width is, its pixels copied out of
+ * the codec's memory, then encoded. Under the conversion lock, with the codecs of an AVIF job (instances.ts).
+ */
+export async function encodeHostedAvif(
+  input: ImageInput,
+  size: { width: number; height: number },
+): Promise<{ bytes: Uint8Array; width: number; height: number }> {
+  const { width, height } = size;
+  if (![width, height].every((edge) => Number.isInteger(edge) && edge >= 1 && edge <= maxSupportedEdge))
+    throw new RangeError(`the size must be whole numbers between 1 and ${maxSupportedEdge}`);
+  const target = avifSize(width, height);
+  return underConversionLock(async (tick) => {
+    const pixels = await decodeNow(input, target, tick);
+    tick();
+    return { bytes: await encodeAvif(pixels, target.width, target.height), ...target };
+  });
+}
+
+/** A hosted WebP decoded at exactly `size`: its RGBA pixels, copied out of the codec's memory (freed there). */
+function decodeNow(input: ImageInput, size: { width: number; height: number }, tick: () => void): Promise<Uint8Array> {
+  return inContext("avif", Math.max(size.width, size.height), size, tick, async (context, codec) => {
+    await decodeWebpInput(input, context);
+    const target = context.target as Target | null;
+    if (!target) throw new Error("the decoder produced no image");
+    const pixels = codec.heap(target.pointer, target.width * target.height * 4).slice();
+    context.target = null;
+    codec.free(target.pointer);
+    return pixels;
+  });
+}
+
+function convertNow(
   input: ImageInput,
   kind: StillImageKind,
   maxEdge: number,
@@ -144,12 +194,28 @@ async function convertNow(
   size: { width: number; height: number } | null = null,
   gifScan?: GifScanOutcome,
 ): Promise<ConvertedImage> {
-  const current = getCodecs(kind);
-  const context = createContext(current, maxEdge, size, tick);
-  try {
+  return inContext(kind, maxEdge, size, tick, async (context) => {
     const orientation = await decode(input, kind, context, gifScan);
     tick();
     return encodeTarget(context, orientation, quality);
+  });
+}
+
+/**
+ * Runs `work` over the codecs of a `kind` of job and a fresh context; on failure frees what the context still
+ * holds, and after an abort starts afresh rather than reuse a damaged heap.
+ */
+async function inContext<T>(
+  kind: StillImageKind | "avif",
+  maxEdge: number,
+  size: { width: number; height: number } | null,
+  tick: () => void,
+  work: (context: Context, codec: Codecs["codec"]) => Promise<T>,
+): Promise<T> {
+  const current = getCodecs(kind);
+  const context = createContext(current, maxEdge, size, tick);
+  try {
+    return await work(context, current.codec);
   } catch (error) {
     if (context.target) current.codec.free(context.target.pointer);
     if (context.colour) current.codec.freeColour(context.colour.handle);

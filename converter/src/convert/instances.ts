@@ -1,4 +1,5 @@
 import turboWasm from "@cwasm/jpeg-turbo/jpeg-turbo.wasm";
+import { releaseAvif } from "./avif";
 import { largeJpegScratchBytes, libjpegOverheadBytes, scratchShareBytes } from "./budget";
 import { ImageTooLargeError } from "./errors";
 import type { StillImageKind } from "./input";
@@ -65,12 +66,20 @@ let codecGrown = false;
 
 /**
  * This isolate's instances for one conversion (inside the conversion lock, so by one request): the codec at
- * once, the scratch instance on first use (a conversion that decodes no JPEG never creates it). Each stays
+ * once, the scratch instance on first use (a conversion that decodes no JPEG never creates it). `"avif"` is an
+ * AVIF job (a hosted WebP decoded for the AVIF encoder, avif.ts): it lets go of the scratch and of a grown codec,
+ * so the encoder's memory sits beside a codec within its share only; every other job lets go of the encoder
+ * (docs/conversion.md, "AVIF"). Each stays
  * fixed for the conversion, even if a stalled conversion's successor lets go of them meanwhile
  * (`releaseInstances`); `releaseScratch` drops this conversion's hold on the scratch too, so it is garbage
  * while the conversion runs.
  */
-export function getCodecs(kind: StillImageKind): Codecs {
+export function getCodecs(kind: StillImageKind | "avif"): Codecs {
+  if (kind === "avif") {
+    if (codecGrown) releaseInstances();
+    jpegInstance = null;
+    scratchGrown = false;
+  } else releaseAvif();
   if (codecGrown && kind === "jpeg") releaseInstances();
   if (scratchGrown && kind !== "jpeg") {
     jpegInstance = null;
@@ -122,8 +131,9 @@ export function getCodecs(kind: StillImageKind): Codecs {
   };
 }
 
-/** Lets go of both instances: the next conversion starts from fresh ones. */
+/** Lets go of every instance (the AVIF encoder's too): the next conversion starts from fresh ones. */
 export function releaseInstances(): void {
+  releaseAvif();
   jpegInstance = null;
   codecInstance = null;
   codecGrown = false;
