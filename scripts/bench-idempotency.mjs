@@ -153,7 +153,7 @@ export function idempotencySection(result, facts) {
       ],
     ),
     "",
-    "On loopback a D1 round trip is a fraction of a millisecond: these figures are the key's work in the Worker and in local D1. From far away what counts is sequential round trips, and a key adds none to a D1 write (its claim runs beside the route's first read, its answer is kept after the response) and one coordinator call to complete ([latency.md](latency.md)).",
+    "On loopback a D1 round trip is a fraction of a millisecond: these figures are the key's work in the Worker and in local D1. From far away what counts is sequential round trips, and a key adds none (its claim runs beside the route's first read, or within complete's begin, and its answer is kept after the response; [latency.md](latency.md)).",
   ].join("\n");
 }
 

@@ -1,7 +1,7 @@
 import type { RequestIdVariables } from "hono/request-id";
 import type { Database } from "./db/client";
 import type { RequestDatabases } from "./db/shards";
-import type { KeyClaim } from "./lib/idempotency";
+import type { KeyClaim, RouteKeyClaim } from "./lib/idempotency";
 
 /** Who is calling and which stores this request may touch. */
 export type Caller = {
@@ -29,6 +29,8 @@ export type AppEnv = {
     caller: Caller;
     /** A write's claim of its `Idempotency-Key`, set when it sent one (http/idempotency.ts); awaited before its change. */
     keyClaim?: Promise<KeyClaim>;
+    /** The same claim when the route makes it in its own call of the store (http/idempotency.ts `routeClaim`). */
+    keyRequest?: RouteKeyClaim;
     /** Set when a route's own CORS policy answered the request (http/cors.ts `routeCors`). */
     corsAnswered?: boolean;
   };

@@ -10,10 +10,12 @@ import {
   type ClaimWanted,
   type KeptAnswer,
   type KeyClaim,
+  type KeyClaimRequest,
   type KeyRef,
   keptHeaders,
   keyLeaseMs,
   keyRenewalMs,
+  type RouteKeyClaim,
 } from "../lib/idempotency";
 import { renewEvery } from "../lib/lease";
 import type { GuardedEnv, PathOwner, StoreRule } from "./auth";
@@ -44,9 +46,14 @@ export const replayedHeader = "Idempotent-Replayed";
 /** 1 to 255 characters of printable ASCII. */
 const keyShape = /^[\x20-\x7e]{1,255}$/;
 
-/** Where a route's keys are kept, and the writes of a claim there. */
+/**
+ * Where a route's keys are kept, and the writes of a claim there. `claim` null: the route makes the claim
+ * itself, in the call that begins its change ({@link routeClaim}), so the key costs no call of its own.
+ */
 type KeyStorage = {
-  claim(scope: { store: KeyStore; tokenHash: string; key: string }, wanted: ClaimWanted): Promise<ClaimVerdict>;
+  claim:
+    | ((scope: { store: KeyStore; tokenHash: string; key: string }, wanted: ClaimWanted) => Promise<ClaimVerdict>)
+    | null;
   renew(ref: KeyRef, until: number): Promise<boolean>;
   answer(ref: KeyRef, answer: KeptAnswer): Promise<boolean>;
   release(ref: KeyRef): Promise<void>;
@@ -84,6 +91,36 @@ const noKey: KeyClaim = { ref: null, recovering: false };
  */
 export function keyClaim<E extends AppEnv>(c: Context<E>): Promise<KeyClaim> {
   return c.var.keyClaim ?? Promise.resolve(noKey);
+}
+
+/** The claim's answer to a route that made the claim itself: its ref (null: nothing kept), or a throw. */
+function claimOf(verdict: ClaimVerdict): KeyClaim {
+  if (verdict.kind === "run" || verdict.kind === "recover") {
+    return { ref: verdict.ref, recovering: verdict.kind === "recover" };
+  }
+  if (verdict.kind === "unscoped") return noKey;
+  throw new KeyTaken();
+}
+
+/**
+ * For a route whose storage leaves the claim to it: what to claim, to send with the call that begins its
+ * change, and `settled`, which hands the call's verdict back and answers the claim (it throws when the key is
+ * not the request's, as {@link keyClaim} does). Null without a key.
+ */
+export function routeClaim<E extends AppEnv>(
+  c: Context<E>,
+): { request: KeyClaimRequest; settled(verdict: ClaimVerdict): KeyClaim } | null {
+  // Typed through the route's own environment, which extends AppEnv's variables.
+  const pending = c.var.keyRequest as RouteKeyClaim | undefined;
+  if (!pending) return null;
+  const { settle, ...request } = pending;
+  return {
+    request,
+    settled: (verdict) => {
+      settle(verdict);
+      return claimOf(verdict);
+    },
+  };
 }
 
 /** A request's fingerprint: SHA-256 of the method, the path and query, and the body's bytes. */
@@ -172,31 +209,32 @@ export function idempotency(
     };
     const keys = storage(c);
     let stopRenewing = () => {};
-    const claimed = keys
-      .claim({ store: keyStore(c, owner), tokenHash: c.var.caller.tokenHash, key }, wanted)
-      .then((verdict) => {
-        if (verdict.kind === "run" || verdict.kind === "recover") {
-          const { ref } = verdict;
-          stopRenewing = renewEvery(keyRenewalMs, () => keys.renew(ref, Date.now() + keyLeaseMs), {
-            key: "idempotency",
-          });
-        }
-        return verdict;
+    const store = keyStore(c, owner);
+    const { tokenHash } = c.var.caller;
+    let settle = (_verdict: ClaimVerdict) => {};
+    const claiming =
+      keys.claim?.({ store, tokenHash, key }, wanted) ??
+      new Promise<ClaimVerdict>((resolve) => {
+        settle = resolve;
+        if (typeof store !== "string") throw new Error("a claim left to the route needs the request's store");
+        c.set("keyRequest", { scope: { storeId: store, tokenHash, key }, wanted, settle: resolve });
       });
-    c.set(
-      "keyClaim",
-      claimed.then((verdict): KeyClaim => {
-        if (verdict.kind === "run" || verdict.kind === "recover") {
-          return { ref: verdict.ref, recovering: verdict.kind === "recover" };
-        }
-        if (verdict.kind === "unscoped") return noKey;
-        throw new KeyTaken();
-      }),
-    );
+    const claimed = claiming.then((verdict) => {
+      if (verdict.kind === "run" || verdict.kind === "recover") {
+        const { ref } = verdict;
+        stopRenewing = renewEvery(keyRenewalMs, () => keys.renew(ref, Date.now() + keyLeaseMs), {
+          key: "idempotency",
+        });
+      }
+      return verdict;
+    });
+    c.set("keyClaim", claimed.then(claimOf));
     c.var.keyClaim?.catch(() => {}); // awaited by the route; its failure is the route's (or answered below)
     try {
       await next();
     } finally {
+      // A route that ended before making the claim left to it changed nothing: nothing is kept.
+      settle({ kind: "unscoped" });
       // A claim that failed (the database refused it) is the route's failure, already rendered by it.
       await claimed.catch(() => {});
       stopRenewing();

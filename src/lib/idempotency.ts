@@ -51,6 +51,12 @@ export const keyRenewalMs = keyLeaseMs / 3;
 /** What a claim asks for. */
 export type ClaimWanted = { fingerprint: string; now: number; ttlMs: number };
 
+/** A claim a route makes itself, in the call of its store that begins its change (complete's begin). */
+export type KeyClaimRequest = { scope: KeyScope; wanted: ClaimWanted };
+
+/** A claim left to the route, and how it hands the claim's verdict back (http/idempotency.ts `routeClaim`). */
+export type RouteKeyClaim = KeyClaimRequest & { settle(verdict: ClaimVerdict): void };
+
 /**
  * The record a claim leaves and its verdict, from the record it found (none, or one past its time, is a new
  * key). A claim whose lease ran out is taken over with the next attempt: before the change it runs again,

@@ -548,6 +548,26 @@ describe("round trips of a write with an Idempotency-Key (docs/latency.md)", () 
     expect(replay.trips.d1).toBe(plain.trips.d1 - 1);
   });
 
+  it("a keyed complete makes no coordinator call of its own before its begin: the claim is made in the begin, and the answer is kept after the response", async () => {
+    const trips = async (key: string | null) => {
+      const { storeId, token } = await seedStore();
+      const bytes = pdf();
+      const reservation = await reserve(token, storeId, bytes, { content_type: "application/pdf", type: "file" });
+      await expectStatus(await putBytes(reservation, bytes), 204);
+      await countRoundTrips(`/products/${uuid()}`, { token }); // the token verified and cached
+      const counted = await countRoundTrips(`/media-uploads/${reservation.id}/complete`, {
+        method: "POST",
+        token,
+        store: storeId,
+        headers: key ? { "Idempotency-Key": key } : {},
+      });
+      await expectStatus(counted.response, 201);
+      return counted.trips;
+    };
+    const plain = await trips(null);
+    expect(await trips("complete-trips")).toEqual({ d1: plain.d1, durableObjects: plain.durableObjects + 1 });
+  });
+
   it.each(Object.keys(writes).filter((name) => !isUpload(name)))(
     "%s with a key adds no sequential D1 round trip: the claim runs beside the route's first read, and the answer is kept after the change",
     async (name) => {

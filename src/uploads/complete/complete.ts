@@ -1,7 +1,7 @@
 import type { ConverterService } from "../../converter/contract";
 import type { Database } from "../../db/client";
 import { ApiError } from "../../http/errors";
-import type { KeptAnswer, KeyRef } from "../../lib/idempotency";
+import type { ClaimVerdict, KeptAnswer, KeyClaim, KeyClaimRequest } from "../../lib/idempotency";
 import { log } from "../../lib/log";
 import { stagedKey } from "../../storage/keys";
 import { type CoordinatorStub, unwrap } from "../coordinator/client";
@@ -28,10 +28,15 @@ type CompleteDeps = {
   urls: { mediaBaseUrl: string; origin: string };
   settings: { defaultUploadLimit(): number; maxImageEdge(): number };
   /**
-   * The request's `Idempotency-Key` claim, if it sent one, and the answer each outcome gives: the coordinator
-   * writes the key's record in the transaction that records the outcome.
+   * The request's `Idempotency-Key`, if it sent one: the claim, made in the begin (`settled` hands the begin's
+   * verdict back, and throws when the key is not this request's), and the answer each outcome gives, which the
+   * coordinator keeps in the transaction that records the outcome.
    */
-  key?: { ref: KeyRef; answerOf(outcome: CompleteOutcome): KeptAnswer } | null;
+  key?: {
+    request: KeyClaimRequest;
+    settled(verdict: ClaimVerdict): KeyClaim;
+    answerOf(outcome: CompleteOutcome): KeptAnswer;
+  } | null;
 };
 
 /**
@@ -47,7 +52,9 @@ export async function completeUpload(deps: CompleteDeps, storeId: string, upload
   const { coordinator } = deps;
   const limit = storeUploadLimit(deps.db, storeId, deps.settings.defaultUploadLimit);
   limit.catch(() => {}); // awaited at its step, unless begin refuses first
-  const upload = unwrap(await coordinator.beginComplete(uploadId), uploadId);
+  const begun = await coordinator.beginComplete(uploadId, undefined, deps.key?.request);
+  const ref = deps.key && begun.key ? deps.key.settled(begun.key).ref : null;
+  const upload = unwrap(begun, uploadId);
   const attempt = upload.completeAttempt;
   const renew = async () => (await coordinator.renewComplete(upload.id, attempt)).ok;
   return whileHoldingLease(
@@ -67,7 +74,7 @@ export async function completeUpload(deps: CompleteDeps, storeId: string, upload
         await coordinator.abandonComplete(upload.id, attempt, assembled);
         throw error;
       }
-      const kept = deps.key ? { ref: deps.key.ref, answer: deps.key.answerOf(outcome) } : undefined;
+      const kept = deps.key && ref ? { ref, answer: deps.key.answerOf(outcome) } : undefined;
       const finished = unwrap(
         await coordinator.finishComplete(upload.id, attempt, outcome, undefined, kept),
         upload.id,

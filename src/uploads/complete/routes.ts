@@ -1,13 +1,13 @@
 import { setting } from "../../config";
 import type { GuardedEnv } from "../../http/auth";
 import { inBackground } from "../../http/background";
-import { keyClaim } from "../../http/idempotency";
+import { routeClaim } from "../../http/idempotency";
 import { rateLimit } from "../../http/rate-limit";
 import { bearerErrors, bearerRoute, errorResponses } from "../../http/route";
 import { createRouter } from "../../http/router";
 import { jsonAnswer } from "../../lib/idempotency";
 import { HostedFileSchema, mediaWrite, retryLater, UploadParams } from "../api-schemas";
-import { coordinatorKeys, storeCoordinator } from "../coordinator/client";
+import { completeKeys, storeCoordinator } from "../coordinator/client";
 import { publishedFile } from "../srcset";
 import { completeUpload } from "./complete";
 
@@ -33,7 +33,7 @@ const completeRoute = bearerRoute({
   tags: ["Media uploads"],
   guard: mediaWrite,
   afterGuard: [completeLimit],
-  keys: coordinatorKeys,
+  keys: completeKeys,
   request: { params: UploadParams },
   responses: {
     201: { description: "The hosted file result", content: { "application/json": { schema: HostedFileSchema } } },
@@ -49,8 +49,8 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
   const { id } = c.req.valid("param");
   const storeId = c.var.caller.storeId;
   const widths = setting(c.env, "IMAGE_WIDTHS"); // read first: a malformed list changes nothing
-  // Before the begin, which changes the upload: one coordinator call more with a key (docs/latency.md).
-  const { ref } = await keyClaim(c);
+  // The Idempotency-Key is claimed in the begin's own coordinator call (docs/latency.md).
+  const claim = routeClaim(c);
   const completing = completeUpload(
     {
       coordinator: storeCoordinator(c.env, storeId),
@@ -64,8 +64,8 @@ export const completeRoutes = createRouter().openapi(completeRoute, async (c) =>
         maxImageEdge: () => setting(c.env, "MAX_IMAGE_EDGE"),
       },
       // The answers the route gives (renderError's body for the 422), kept with the outcome.
-      key: ref && {
-        ref,
+      key: claim && {
+        ...claim,
         answerOf: (outcome) =>
           "hosted" in outcome
             ? jsonAnswer(201, publishedFile(outcome.hosted, widths))

@@ -1,5 +1,6 @@
 import { ApiError, validationError } from "../../http/errors";
 import type { KeyStorageOf } from "../../http/idempotency";
+import type { KeptAnswer, KeyRef } from "../../lib/idempotency";
 import { refusalMessage } from "../messages";
 import type { Refusal } from "../upload-state";
 import type { Outcome } from "./store-coordinator";
@@ -40,8 +41,24 @@ export const coordinatorKeys: KeyStorageOf = (c) => {
   const coordinator = storeCoordinator(c.env, storeId);
   return {
     claim: (scope, wanted) => coordinator.claimKey({ storeId, tokenHash: scope.tokenHash, key: scope.key }, wanted),
-    renew: (ref, until) => coordinator.renewKey(ref, until),
-    answer: (ref, answer) => coordinator.answerKey(ref, answer),
-    release: (ref) => coordinator.releaseKey(ref),
+    ...coordinatorKeyWrites(coordinator),
   };
 };
+
+/**
+ * The same records, claimed by complete itself in its begin (`beginComplete`), the call that changes the upload:
+ * a key costs complete no coordinator call of its own before it.
+ */
+export const completeKeys: KeyStorageOf = (c) => {
+  const { storeId } = c.var.caller;
+  if (storeId === null) throw new Error("an upload's store is always known (store rule `required`)");
+  return { claim: null, ...coordinatorKeyWrites(storeCoordinator(c.env, storeId)) };
+};
+
+function coordinatorKeyWrites(coordinator: CoordinatorStub) {
+  return {
+    renew: (ref: KeyRef, until: number) => coordinator.renewKey(ref, until),
+    answer: (ref: KeyRef, answer: KeptAnswer) => coordinator.answerKey(ref, answer),
+    release: (ref: KeyRef) => coordinator.releaseKey(ref),
+  };
+}

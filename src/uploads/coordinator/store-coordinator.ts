@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { ClaimVerdict, ClaimWanted, KeptAnswer, KeyRef, KeyScope } from "../../lib/idempotency";
+import type { ClaimVerdict, ClaimWanted, KeptAnswer, KeyClaimRequest, KeyRef, KeyScope } from "../../lib/idempotency";
 import { FixedWindowCounter, type LimitVerdict } from "../../limits/fixed-window";
 import {
   beginPart,
@@ -174,7 +174,25 @@ export class StoreCoordinator extends DurableObject<Env> {
    * `completeLeaseMs`, which it renews while it runs and presents to every later call. A multipart upload's
    * stored parts come with it, for complete to assemble.
    */
-  beginComplete(id: string, now = Date.now()): Outcome<CompleteTicket> {
+  async beginComplete(
+    id: string,
+    now = Date.now(),
+    key?: KeyClaimRequest,
+  ): Promise<Outcome<CompleteTicket> & { key?: ClaimVerdict }> {
+    if (!key) return this.begin(id, now);
+    // The complete's Idempotency-Key, claimed in the same call (no coordinator call more): a key that is not
+    // this request's begins nothing.
+    const verdict = this.keys.claim(key.scope, key.wanted);
+    const ours = verdict.kind === "run" || verdict.kind === "recover";
+    // Claim and begin before anything is awaited: no other call comes in between.
+    const begun: Outcome<CompleteTicket> = ours
+      ? this.begin(id, now)
+      : { ok: false, refusal: { status: 409, reason: "being_processed" } };
+    await this.expiry.schedule();
+    return { ...begun, key: verdict };
+  }
+
+  private begin(id: string, now: number): Outcome<CompleteTicket> {
     let parts: PartRecord[] = [];
     const begun = outcome(
       this.rows.apply(id, (current) => {
