@@ -797,6 +797,28 @@ export interface components {
        * @example https://media.example.com/3f0c…/9a1e….webp?width=640 640w, https://media.example.com/3f0c…/9a1e….webp 2560w
        */
       srcset: string | null;
+      /** @description For a converted image, the `<source>` elements of a `<picture>`, AVIF first: `image/avif` with the same candidates as `srcset` in AVIF (`{file_url}?width=N&format=avif Nw`, then `{file_url}?format=avif {width}w`), then `image/webp` whose `srcset` equals `srcset`. Null for every other result. */
+      sources: components["schemas"]["PictureSource"][] | null;
+      /**
+       * @description For a converted image, its ThumbHash (base64, alpha kept): a few dozen bytes a page decodes into a blurred preview. Null for every other result, and for images converted before placeholders were made.
+       * @example 3OcRJYB4d3h/iIeHeEh3eIhw+j3A
+       */
+      placeholder: string | null;
+      /**
+       * @description The placeholder rendered as a `data:image/png;base64,` URL of at most 1,000 characters: an `<img src>` before the image arrives, or Next.js `blurDataURL`. Null when `placeholder` is.
+       * @example data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAM…
+       */
+      placeholder_url: string | null;
+      /**
+       * @description For a converted image, the alpha-weighted mean of its sRGB values as lowercase `#rrggbb`: a background while it loads. Null when `placeholder` is.
+       * @example #8a6f4e
+       */
+      dominant_color: string | null;
+    };
+    PictureSource: {
+      /** @enum {string} */
+      type: "image/avif" | "image/webp";
+      srcset: string;
     };
     UploadStatus: {
       /** Format: uuid */

@@ -22,6 +22,13 @@ export const MultipartPlan = z
   })
   .openapi("MultipartPlan");
 
+const PictureSourceSchema = z
+  .object({
+    type: z.enum(["image/avif", "image/webp"]),
+    srcset: z.string(),
+  })
+  .openapi("PictureSource");
+
 export const HostedFileSchema = z
   .object({
     name: z.string(),
@@ -40,6 +47,25 @@ export const HostedFileSchema = z
         "For a converted image, an `<img srcset>` value: each configured width below the image's (`IMAGE_WIDTHS`) as `{file_url}?width=N Nw`, then `{file_url} {width}w`, joined by `, `. `{file_url}?width=N` is the image N pixels wide. Null for every other result.",
       example:
         "https://media.example.com/3f0c…/9a1e….webp?width=640 640w, https://media.example.com/3f0c…/9a1e….webp 2560w",
+    }),
+    sources: z.array(PictureSourceSchema).nullable().openapi({
+      description:
+        "For a converted image, the `<source>` elements of a `<picture>`, AVIF first: `image/avif` with the same candidates as `srcset` in AVIF (`{file_url}?width=N&format=avif Nw`, then `{file_url}?format=avif {width}w`), then `image/webp` whose `srcset` equals `srcset`. Null for every other result.",
+    }),
+    placeholder: z.string().nullable().openapi({
+      description:
+        "For a converted image, its ThumbHash (base64, alpha kept): a few dozen bytes a page decodes into a blurred preview. Null for every other result, and for images converted before placeholders were made.",
+      example: "3OcRJYB4d3h/iIeHeEh3eIhw+j3A",
+    }),
+    placeholder_url: z.string().nullable().openapi({
+      description:
+        "The placeholder rendered as a `data:image/png;base64,` URL of at most 1,000 characters: an `<img src>` before the image arrives, or Next.js `blurDataURL`. Null when `placeholder` is.",
+      example: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAM…",
+    }),
+    dominant_color: z.string().nullable().openapi({
+      description:
+        "For a converted image, the alpha-weighted mean of its sRGB values as lowercase `#rrggbb`: a background while it loads. Null when `placeholder` is.",
+      example: "#8a6f4e",
     }),
   })
   .openapi("HostedFile");

@@ -18,7 +18,9 @@ type PublicUploadState = "reserved" | "stored" | "completed";
 
 /**
  * The hosted file result of a completed upload. A converted image also records its size (absent on every
- * other result, and on images converted before sizes were recorded); the answer adds `srcset` from it.
+ * other result, and on images converted before sizes were recorded); the answer adds `srcset` from it. It
+ * records its placeholder (ThumbHash, base64) and dominant colour too, absent on images converted before
+ * they were made.
  */
 export type HostedFile = {
   name: string;
@@ -26,6 +28,8 @@ export type HostedFile = {
   type: "image" | "video" | "file";
   width?: number;
   height?: number;
+  placeholder?: string;
+  dominant_color?: string;
 };
 
 /** How a multipart upload is cut, and where its parts live in R2 until complete assembles them. */

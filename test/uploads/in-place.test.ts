@@ -176,6 +176,10 @@ describe("a complete that died half-way", () => {
       width: null,
       height: null,
       srcset: null,
+      sources: null,
+      placeholder: null,
+      placeholder_url: null,
+      dominant_color: null,
     });
     expect(await servedBytes(hosted.file_url)).toEqual(bytes);
   });
@@ -199,11 +203,13 @@ describe("a complete that died half-way", () => {
     expect(retried.status).toBe(201);
     const hosted = await json<Hosted>(retried);
     expect(hosted.file_url).toBe(fileUrl);
-    // The same size and srcset as a complete that had not died.
+    // The same size, srcset and placeholder as a complete that had not died.
     expect(hosted).toMatchObject({
       width: 300,
       height: 200,
       srcset: expect.stringContaining(`${hosted.file_url} 300w`),
+      placeholder: expect.stringMatching(/^[A-Za-z0-9+/]+=*$/),
+      dominant_color: expect.stringMatching(/^#[0-9a-f]{6}$/),
     });
     const served = await servedBytes(hosted.file_url);
     expect(new TextDecoder().decode(served.subarray(8, 12))).toBe("WEBP");

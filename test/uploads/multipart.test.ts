@@ -202,6 +202,10 @@ describe("PUT /media-uploads/{id}/parts/{part_number}", () => {
       width: null,
       height: null,
       srcset: null,
+      sources: null,
+      placeholder: null,
+      placeholder_url: null,
+      dominant_color: null,
     });
     expect(await servedDigest(owner.storeId, reservation.id, "mp4")).toBe(await digest(file));
     // Hosted in place: the assembled bytes stay where the parts became one object, the hosted key names them.

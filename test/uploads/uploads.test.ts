@@ -562,6 +562,10 @@ describe("POST /media-uploads/{id}/complete", () => {
         width: null,
         height: null,
         srcset: null,
+        sources: null,
+        placeholder: null,
+        placeholder_url: null,
+        dominant_color: null,
       });
       const served = await exports.default.fetch(`${origin}/media/${storeId}/${reservation.id}.${ext}`);
       expect(served.headers.get("Content-Type"), ext).toBe(mime);
@@ -580,6 +584,10 @@ describe("POST /media-uploads/{id}/complete", () => {
       width: null,
       height: null,
       srcset: null,
+      sources: null,
+      placeholder: null,
+      placeholder_url: null,
+      dominant_color: null,
     });
   });
 
@@ -741,6 +749,13 @@ describe("POST /media-uploads/{id}/complete", () => {
       width: 300,
       height: 200,
       srcset: `${fileUrl}?width=160 160w, ${fileUrl} 300w`,
+      sources: [
+        { type: "image/avif", srcset: `${fileUrl}?width=160&format=avif 160w, ${fileUrl}?format=avif 300w` },
+        { type: "image/webp", srcset: `${fileUrl}?width=160 160w, ${fileUrl} 300w` },
+      ],
+      placeholder: expect.stringMatching(/^[A-Za-z0-9+/]+=*$/),
+      placeholder_url: expect.stringMatching(/^data:image\/png;base64,/),
+      dominant_color: expect.stringMatching(/^#[0-9a-f]{6}$/),
     });
     const stored = await env.BUCKET.get(mediaKey(storeId, reservation.id, "webp"));
     const head = new Uint8Array((await stored?.arrayBuffer()) ?? new ArrayBuffer(0)).subarray(0, 12);
@@ -777,6 +792,10 @@ describe("POST /media-uploads/{id}/complete", () => {
         width: null,
         height: null,
         srcset: null,
+        sources: null,
+        placeholder: null,
+        placeholder_url: null,
+        dominant_color: null,
       });
     });
   });
@@ -797,6 +816,10 @@ describe("GET /media-uploads/{id}", () => {
         width: null,
         height: null,
         srcset: null,
+        sources: null,
+        placeholder: null,
+        placeholder_url: null,
+        dominant_color: null,
       },
     });
   });

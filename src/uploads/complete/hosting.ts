@@ -79,14 +79,16 @@ async function convertStill(deps: HostingDeps, uploadId: string, job: ConvertJob
 /**
  * Writes the converter's WebP at `key`, streamed from the binding into R2 (its length is known, so R2 takes it
  * as it comes), with its size in the object's metadata: that tells the media route, from its `head`, that
- * narrower widths exist.
+ * narrower widths exist. Its placeholder and dominant colour go there too, for a complete that dies after
+ * the write (`hostUpload` reads them back).
  */
 async function writeWebp(bucket: R2Bucket, key: string, webp: ConvertedWebp): Promise<void> {
   const { readable, writable } = new FixedLengthStream(webp.size);
+  const { width, height, placeholder, dominantColor } = webp;
   await Promise.all([
     bucket.put(key, readable, {
       httpMetadata: { contentType: "image/webp" },
-      customMetadata: { width: String(webp.width), height: String(webp.height) },
+      customMetadata: { width: String(width), height: String(height), placeholder, dominant_color: dominantColor },
     }),
     webp.body.pipeTo(writable),
   ]);
@@ -117,12 +119,14 @@ export async function hostUpload(
       const width = Number(written.customMetadata?.width);
       const height = Number(written.customMetadata?.height);
       const size = Number.isInteger(width) && Number.isInteger(height) ? { width, height } : {};
+      const { placeholder, dominant_color } = written.customMetadata ?? {};
       return {
         hosted: {
           name: upload.filename,
           file_url: publicMediaUrl(deps, storeId, upload.id, "webp"),
           type: "image",
           ...size,
+          ...(placeholder && dominant_color ? { placeholder, dominant_color } : {}),
         },
       };
     }
@@ -234,8 +238,9 @@ async function hostAsMedia(
       await writeWebp(deps.bucket, webp, outcome.converted);
       // The WebP is what is hosted: the original's bytes are not kept.
       await deps.bucket.delete(staged.object.key);
-      const { width, height } = outcome.converted;
-      return { name: upload.filename, file_url: publicUrl("webp"), type: "image", width, height };
+      const { width, height, placeholder, dominantColor } = outcome.converted;
+      const look = { placeholder, dominant_color: dominantColor };
+      return { name: upload.filename, file_url: publicUrl("webp"), type: "image", width, height, ...look };
     }
   }
 }
