@@ -109,6 +109,13 @@ describe("the README's snippets, run as written against wrangler dev", () => {
       width: 128,
       height: 128,
       srcset: expect.stringMatching(/ 128w$/),
+      sources: [
+        { type: "image/avif", srcset: expect.stringMatching(/\?format=avif 128w$/) },
+        { type: "image/webp", srcset: expect.stringMatching(/ 128w$/) },
+      ],
+      placeholder: expect.any(String),
+      placeholder_url: expect.stringMatching(/^data:image\/png;base64,/),
+      dominant_color: expect.stringMatching(/^#[0-9a-f]{6}$/),
     });
     // "file_url opens in a browser"
     const file = await fetch(hosted.file_url);
