@@ -1,10 +1,4 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  createScheduledController,
-  getQueueResult,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { countingD1, type Trips } from "../../scripts/counting-bindings";
@@ -15,6 +9,7 @@ import { FixtureDocument } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
+import { runCron } from "../support/cron";
 import { recordingQueue } from "../support/events";
 import { customFields, productInput, seedProduct, seedStore, storeHome, uuid } from "../support/factories";
 import { expectJson, expectStatus, origin } from "../support/http";
@@ -631,9 +626,7 @@ describe("fences (migrations/0004)", () => {
     await fence(store.from, store.storeId);
     // The sweep leaves the fenced store's overdue event alone (and does not fail on it).
     const { sent, queue } = recordingQueue();
-    const sweep = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, WEBHOOK_QUEUE: queue }, sweep);
-    await waitOnExecutionContext(sweep);
+    await runCron({ WEBHOOK_QUEUE: queue });
     expect(sent).not.toContainEqual({ id: event.id });
 
     const deadLetter = () =>

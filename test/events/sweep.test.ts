@@ -1,41 +1,15 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { dropExpiredEveryMinutes, sweepAgainAfterMs, sweepGraceMs } from "../../src/events/sweep";
-import worker from "../../src/index";
+import { runCron } from "../support/cron";
 import { pendingEvent, recordingQueue, storedEvent } from "../support/events";
 import { captureServiceLogs } from "../support/logs";
 
 // The service logs what these tests provoke on purpose; captured, and checked where a test expects a line.
 captureServiceLogs();
 
-/**
- * Runs the Worker's cron handler as scheduled at `scheduledTime`, with `queue` as the webhook queue, to its end:
- * its second sweep waits half a minute on a timer, so the test's clock (timers and Date) is moved on until the
- * handler is done, with real pauses between the moves for its database calls.
- */
-async function runCron(scheduledTime: number, queue: Queue<{ id: string }>) {
-  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"], now: Date.now() });
-  try {
-    const ctx = createExecutionContext();
-    await worker.scheduled(
-      createScheduledController({ cron: "* * * * *", scheduledTime }),
-      { ...env, WEBHOOK_QUEUE: queue, WEBHOOK_RETENTION_DAYS: "2" },
-      ctx,
-    );
-    let ended = false;
-    const ending = waitOnExecutionContext(ctx).then(() => {
-      ended = true;
-    });
-    while (!ended) {
-      await vi.advanceTimersByTimeAsync(1_000);
-      await scheduler.wait(5);
-    }
-    await ending;
-  } finally {
-    vi.useRealTimers();
-  }
-}
+/** Runs the cron handler as scheduled at `scheduledTime`, with `queue` as the webhook queue. */
+const sweepAt = (scheduledTime: number, queue: Queue<{ id: string }>) =>
+  runCron({ WEBHOOK_QUEUE: queue, WEBHOOK_RETENTION_DAYS: "2" }, scheduledTime);
 
 describe("the sweep every minute (src/index.ts cron handler)", () => {
   it("sweeps again half a minute into each run, so an event whose message was lost waits under a minute", async () => {
@@ -45,7 +19,7 @@ describe("the sweep every minute (src/index.ts cron handler)", () => {
     let at = Date.now();
     if (new Date(at).getUTCMinutes() % 5 === 0) at += 60_000;
     const { sent, queue } = recordingQueue();
-    await runCron(at, queue);
+    await sweepAt(at, queue);
     expect(sent).toContainEqual({ id: lost.id });
   });
 
@@ -60,12 +34,12 @@ describe("the sweep every minute (src/index.ts cron handler)", () => {
     if (new Date(at).getUTCMinutes() % 5 === 0) at += aMinute;
     const { sent, queue } = recordingQueue();
 
-    await runCron(at, queue);
+    await sweepAt(at, queue);
     expect(sent).toContainEqual({ id: lost.id });
     expect(await storedEvent(old.id)).toBeDefined();
 
     while (new Date(at).getUTCMinutes() % 5 !== 0) at += aMinute;
-    await runCron(at, queue);
+    await sweepAt(at, queue);
     expect(await storedEvent(old.id)).toBeUndefined();
   });
 });

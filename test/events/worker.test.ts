@@ -1,15 +1,10 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  createScheduledController,
-  getQueueResult,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { webhookEvents } from "../../src/db/schema";
 import worker from "../../src/index";
+import { runCron } from "../support/cron";
 import { db, pendingEvent, recordingQueue, storedEvent } from "../support/events";
 import { captureServiceLogs } from "../support/logs";
 
@@ -77,9 +72,7 @@ describe("the Worker's cron handler (src/index.ts)", () => {
     const overdue = new Date(Date.now() - 60 * 60_000);
     await db().update(webhookEvents).set({ nextAttemptAt: overdue }).where(eq(webhookEvents.id, event.id));
     const { sent, queue } = recordingQueue();
-    const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, WEBHOOK_QUEUE: queue }, ctx);
-    await waitOnExecutionContext(ctx);
+    await runCron({ WEBHOOK_QUEUE: queue });
     expect(sent).toContainEqual({ id: event.id });
     const stored = await storedEvent(event.id);
     expect(stored?.nextAttemptAt?.getTime()).toBeGreaterThan(overdue.getTime() + 50 * 60_000);

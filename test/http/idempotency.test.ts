@@ -1,16 +1,11 @@
-import {
-  createExecutionContext,
-  createScheduledController,
-  runInDurableObject,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimKey } from "../../src/db/idempotency-keys";
 import { moveStore } from "../../src/db/move";
 import { shardNames } from "../../src/db/shards";
 import { idempotencyMessages, keepable, requestFingerprint } from "../../src/http/idempotency";
-import worker from "../../src/index";
+import { runCron } from "../support/cron";
 import { hookUrl, recordingQueue } from "../support/events";
 import {
   customFields,
@@ -475,27 +470,7 @@ describe("Idempotency-Key records past their time (IDEMPOTENCY_TTL_SECONDS)", ()
       .prepare("UPDATE idempotency_keys SET expires_at = ? WHERE store_id = ?")
       .bind(scheduledTime + 1, kept.storeId)
       .run();
-    // The handler sweeps events again half a minute after it starts: its clock is moved on until it is done.
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
-    try {
-      const ctx = createExecutionContext();
-      await worker.scheduled(
-        createScheduledController({ cron: "* * * * *", scheduledTime }),
-        { ...env, WEBHOOK_QUEUE: recordingQueue().queue },
-        ctx,
-      );
-      let ended = false;
-      const ending = waitOnExecutionContext(ctx).then(() => {
-        ended = true;
-      });
-      while (!ended) {
-        await vi.advanceTimersByTimeAsync(1_000);
-        await scheduler.wait(5);
-      }
-      await ending;
-    } finally {
-      vi.useRealTimers();
-    }
+    await runCron({ WEBHOOK_QUEUE: recordingQueue().queue }, scheduledTime);
     await fences.prepare("DELETE FROM store_fences WHERE store_id = ?").bind(fenced.storeId).run();
     const left = async (storeId: string) =>
       (await rows(storeId, "SELECT key FROM idempotency_keys WHERE store_id = ?", storeId)).length;
