@@ -32,6 +32,4 @@ if (unused.length > 0) {
   console.error(`Exported but named by no other file (drop the export, or the code):\n  ${unused.join("\n  ")}`);
   process.exit(1);
 }
-console.log(
-  `unused exports: none in ${[...texts.keys()].filter(isSource).length} files of src/ and converter/src/`,
-);
+console.log(`unused exports: none in ${[...texts.keys()].filter(isSource).length} files of src/ and converter/src/`);
