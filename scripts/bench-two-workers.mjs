@@ -9,10 +9,12 @@
 //    Goals: busy max ≤ quiet p99 + 50 ms, busy p99 ≤ 2 × quiet p99. The busy reads are also given by what the
 //    completes were doing when each was sent (the PUT streams the file through the API's own isolate).
 // 2. Complete through the two Workers against the conversion in-process: on the counting Worker
-//    (scripts/bench-worker.ts), per round and the same JPEG, (a) a complete, (b) the converter's job on
-//    the staged bytes asked through the CONVERTER binding exactly as complete asks it, (c) the same job run by
-//    the converter's own code (`convertStaged`) inside the API's isolate, as a complete converted before the
-//    converter had a Worker of its own. Each is one HTTP request timed by this process, the staging untimed;
+//    (scripts/bench-worker.ts), per round and the same JPEG, (a) a complete, (b) the conversion of the staged
+//    bytes as complete runs it, asked through the CONVERTER binding (the converter reads the bytes from R2
+//    through the API's callback and streams the WebP back, which the API writes to R2), (c) the same job run
+//    by the converter's own code (`convertStill`) inside the API's isolate, reading and writing R2 the same
+//    way, as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed
+//    by this process, the staging untimed;
 //    the three take turns within a round. (b) − (c) is what the second Worker adds to a conversion (goal
 //    ≤ 10 ms); (a) − (c) adds the complete's own work (the coordinator, D1, sniffing, deleting the staged
 //    bytes), measured alone by the 64 × 64 JPEG rows.
@@ -20,6 +22,7 @@
 //   npm run bench:two-workers                 this part alone; rewrites its block of docs/benchmarks.md
 //   npm run bench:two-workers -- --seconds=N  N seconds per phase of part 1 (default 15; 4 phases)
 
+import { readdirSync, readFileSync } from "node:fs";
 import sharp from "sharp";
 import { loadImageHelpers } from "./bench-convert.mjs";
 import {
@@ -29,6 +32,7 @@ import {
   benchIds,
   call,
   countingEntry,
+  descendants,
   installWatchdog,
   isMain,
   log,
@@ -86,19 +90,59 @@ async function upload(server, bytes) {
   return reservation.id;
 }
 
-/** The timed complete of an uploaded JPEG; it must convert. */
-async function timedComplete(server, id) {
+/**
+ * CPU time in ms that `pids` (and every thread of each) have run, from /proc/<pid>/task/<tid>/schedstat
+ * (nanoseconds); a process gone meanwhile counts nothing.
+ */
+function cpuMs(pids) {
+  let ns = 0;
+  for (const pid of pids) {
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tasks) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  }
+  return ns / 1e6;
+}
+
+/** Every process of the two `wrangler dev`s: wrangler's own and the workerd processes below each. */
+function serverPids(server) {
+  return [server.child, server.converter].flatMap((child) => [child.pid, ...descendants(child.pid).map((p) => p.pid)]);
+}
+
+/**
+ * `request()` timed: its wall time from this process, and with `pids` the CPU time those processes ran
+ * meanwhile (what the request cost the two Workers, whatever else the machine ran).
+ */
+async function timed(request, pids) {
+  const cpuBefore = pids ? cpuMs(pids) : 0;
   const start = performance.now();
-  const response = await fetch(`${server.url}/api/v1/media-uploads/${id}/complete`, {
-    method: "POST",
-    headers: bearer,
-  });
-  const text = await response.text();
+  await request();
   const ms = performance.now() - start;
+  return { ms, cpuMs: pids ? cpuMs(pids) - cpuBefore : null };
+}
+
+/** The timed complete of an uploaded JPEG ({@link timed}); it must convert. */
+async function timedComplete(server, id, pids) {
+  let response;
+  let text;
+  const figures = await timed(async () => {
+    response = await fetch(`${server.url}/api/v1/media-uploads/${id}/complete`, { method: "POST", headers: bearer });
+    text = await response.text();
+  }, pids);
   if (response.status !== 201 || !JSON.parse(text).file_url?.endsWith(".webp")) {
     throw new Error(`complete: ${response.status} ${text.slice(0, 300)}`);
   }
-  return ms;
+  return figures;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,7 +181,7 @@ function completeBackToBack(server, jpeg, reading) {
       state.step = "prepare + PUT";
       const id = await upload(server, jpeg);
       state.step = "complete";
-      state.completes.push(await timedComplete(server, id));
+      state.completes.push((await timedComplete(server, id)).ms);
       state.step = "between";
     }
   })();
@@ -202,34 +246,41 @@ async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
 // 2. Complete through the two Workers against the conversion in-process
 // ---------------------------------------------------------------------------------------------
 
-/** Stages `bytes` at a new key (untimed) and times the converter's job on it, `how` = in-process or binding. */
-async function timedJob(server, bytes, how) {
+/** Stages `bytes` at a new key (untimed) and times the conversion of it ({@link timed}), `how` = in-process or binding. */
+async function timedJob(server, bytes, how, pids) {
   const staged = await fetch(`${server.url}/_bench/stage`, { method: "PUT", body: bytes });
   if (staged.status !== 200) throw new Error(`PUT /_bench/stage: ${staged.status} ${await staged.text()}`);
-  const { key } = await staged.json();
-  const job = { source: key, target: `${key}.webp`, format: "jpeg", maxEdge: 2560 };
-  const start = performance.now();
-  const response = await fetch(`${server.url}/_bench/convert/${how}`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(job),
-  });
-  const text = await response.text();
-  const ms = performance.now() - start;
+  const { key, size } = await staged.json();
+  // MAX_IMAGE_EDGE's default, which the bench servers keep.
+  const job = { key, size, format: "jpeg", maxEdge: 2560 };
+  let response;
+  let text;
+  const figures = await timed(async () => {
+    response = await fetch(`${server.url}/_bench/convert/${how}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(job),
+    });
+    text = await response.text();
+  }, pids);
   if (response.status !== 200 || !JSON.parse(text).converted) {
     throw new Error(`POST /_bench/convert/${how}: ${response.status} ${text.slice(0, 300)}`);
   }
-  return ms;
+  return figures;
 }
 
 const ways = {
-  complete: async (server, bytes) => timedComplete(server, await upload(server, bytes)),
-  binding: (server, bytes) => timedJob(server, bytes, "binding"),
-  "in-process": (server, bytes) => timedJob(server, bytes, "in-process"),
+  complete: async (server, bytes, pids) => timedComplete(server, await upload(server, bytes), pids),
+  binding: (server, bytes, pids) => timedJob(server, bytes, "binding", pids),
+  "in-process": (server, bytes, pids) => timedJob(server, bytes, "in-process", pids),
 };
 
-/** Per input (12 MP, 64 × 64), SPLIT_ROUNDS rounds of the three ways taking turns; per-round differences. */
+/**
+ * Per input (12 MP, 64 × 64), SPLIT_ROUNDS rounds of the three ways taking turns, each timed in wall time and
+ * in the CPU time of every process of the two `wrangler dev`s; per-round differences.
+ */
 async function measureSplit(server, { large, small }) {
+  const pids = serverPids(server);
   const rows = [];
   for (const [name, bytes] of [
     ["12 MP JPEG, 4000×3000, quality 85", large],
@@ -243,24 +294,28 @@ async function measureSplit(server, { large, small }) {
       const figures = {};
       for (let k = 0; k < names.length; k++) {
         const way = names[(round + k) % names.length];
-        figures[way] = await ways[way](server, bytes);
+        figures[way] = await ways[way](server, bytes, pids);
       }
       rounds.push(figures);
     }
     const of = (fn) => stats(rounds.map(fn));
-    const row = {
-      name,
-      bytes: bytes.length,
-      complete: of((r) => r.complete),
-      binding: of((r) => r.binding),
-      inProcess: of((r) => r["in-process"]),
-      bindingCost: of((r) => r.binding - r["in-process"]),
-      completeCost: of((r) => r.complete - r["in-process"]),
-    };
+    const figuresOf = (key) => ({
+      complete: of((r) => r.complete[key]),
+      binding: of((r) => r.binding[key]),
+      inProcess: of((r) => r["in-process"][key]),
+      bindingCost: of((r) => r.binding[key] - r["in-process"][key]),
+      completeCost: of((r) => r.complete[key] - r["in-process"][key]),
+    });
+    const row = { name, bytes: bytes.length, wall: figuresOf("ms"), cpu: figuresOf("cpuMs") };
     rows.push(row);
-    log(
-      `  ${name}: complete ${spread(row.complete)} ms, binding ${spread(row.binding)} ms, in-process ${spread(row.inProcess)} ms; binding − in-process ${spread(row.bindingCost)} ms, complete − in-process ${spread(row.completeCost)} ms`,
-    );
+    for (const [what, f] of [
+      ["wall", row.wall],
+      ["CPU", row.cpu],
+    ]) {
+      log(
+        `  ${name}, ${what}: complete ${spread(f.complete)} ms, binding ${spread(f.binding)} ms, in-process ${spread(f.inProcess)} ms; binding − in-process ${spread(f.bindingCost)} ms, complete − in-process ${spread(f.completeCost)} ms`,
+      );
+    }
   }
   return rows;
 }
@@ -312,23 +367,29 @@ export function twoWorkersSection({ reads, split }, facts) {
     "",
     `Goals: busy max ≤ quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms} ms: ${num(reads.busy.max)} ≤ ${num(goals.maxBound)}: ${yes(goals.maxMet)}; busy p99 ≤ ${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99: ${num(reads.busy.p99)} ≤ ${num(goals.p99Bound)}: ${yes(goals.p99Met)}.`,
     "",
-    `Complete through the two Workers against the conversion in-process, on the counting Worker (\`scripts/bench-worker.ts\`; its D1 counting is in the complete's time, microseconds): per round, the same JPEG (a) completed (prepare and PUT untimed), (b) staged in R2 (untimed) and converted by the converter's job asked through the \`CONVERTER\` binding exactly as complete asks it (\`POST /_bench/convert/binding\`), (c) staged likewise and converted by the converter's own code (\`convertStaged\`: read from R2, convert, write the WebP) inside the API's isolate (\`POST /_bench/convert/in-process\`), as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed here; the three take turns; ${SPLIT_ROUNDS} rounds after one untimed round of each. (b) − (c): what the second Worker adds to a conversion; (a) − (c): that plus the complete's own work (coordinator, D1, sniffing, deleting the staged bytes), which the 64×64 row shows alone. Differences are taken within each round. Figures: median (min–max), ms.`,
+    `Complete through the two Workers against the conversion in-process, on the counting Worker (\`scripts/bench-worker.ts\`; its D1 counting is in the complete's time, microseconds): per round, the same JPEG (a) completed (prepare and PUT untimed), (b) staged in R2 (untimed) and converted as complete converts it, through the \`CONVERTER\` binding: the converter reads the bytes from R2 through the API's callback (\`r2Source\`) and streams the WebP back, which the API writes to R2 (\`POST /_bench/convert/binding\`), (c) staged likewise and converted by the converter's own code (\`convertStill\`) inside the API's isolate, reading and writing R2 the same way (\`POST /_bench/convert/in-process\`), as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed here; the three take turns; ${SPLIT_ROUNDS} rounds after one untimed round of each. (b) − (c): what the second Worker adds to a conversion; (a) − (c): that plus the complete's own work (coordinator, D1, sniffing, deleting the staged bytes), which the 64×64 row shows alone. Differences are taken within each round. "wall": the request's time from this process; "CPU": the CPU time every process of the two \`wrangler dev\`s ran during it (wrangler's own, the dev proxies, both Workers' workerd; from /proc/…/task/…/schedstat), which other work on the machine does not add to. Figures: median (min–max), ms.`,
     "",
     table(
-      ["Input", "File", "(a) complete", "(b) binding", "(c) in-process", "(b) − (c)", "(a) − (c)"],
-      [1, 2, 3, 4, 5, 6],
-      split.map((r) => [
-        r.name,
-        `${num(r.bytes / 1e6)} MB`,
-        spread(r.complete),
-        spread(r.binding),
-        spread(r.inProcess),
-        spread(r.bindingCost),
-        spread(r.completeCost),
-      ]),
+      ["Input", "File", "Measure", "(a) complete", "(b) binding", "(c) in-process", "(b) − (c)", "(a) − (c)"],
+      [1, 3, 4, 5, 6, 7],
+      split.flatMap((r) =>
+        [
+          ["wall", r.wall],
+          ["CPU", r.cpu],
+        ].map(([measure, f]) => [
+          r.name,
+          `${num(r.bytes / 1e6)} MB`,
+          measure,
+          spread(f.complete),
+          spread(f.binding),
+          spread(f.inProcess),
+          spread(f.bindingCost),
+          spread(f.completeCost),
+        ]),
+      ),
     ),
     "",
-    `Goal: a 12 MP complete through the two Workers at most ${TWO_WORKER_GOALS.bindingCostMs} ms over the conversion in-process, for what the second Worker adds: (b) − (c) = ${num(large.bindingCost.median)} ms: ${yes(large.bindingCost.median <= TWO_WORKER_GOALS.bindingCostMs)}. The whole complete is ${num(large.completeCost.median)} ms over (c), the complete's own work included (64×64: ${num(split[1].completeCost.median)} ms).`,
+    `Goal: a 12 MP complete through the two Workers at most ${TWO_WORKER_GOALS.bindingCostMs} ms over the conversion in-process, for what the second Worker adds: (b) − (c) = ${num(large.wall.bindingCost.median)} ms of wall time: ${yes(large.wall.bindingCost.median <= TWO_WORKER_GOALS.bindingCostMs)} (CPU: ${num(large.cpu.bindingCost.median)} ms more for the two Workers together). The whole complete is ${num(large.wall.completeCost.median)} ms over (c), the complete's own work included (64×64: ${num(split[1].wall.completeCost.median)} ms).`,
   ].join("\n");
 }
 

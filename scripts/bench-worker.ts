@@ -12,13 +12,16 @@
 //   body and drop it; stream it into R2 through a FixedLengthStream; the same through a JS TransformStream
 //   first, as the PUT's byte counter did until this measurement had it removed), so the report can say
 //   where an upload's time and memory go;
-// - PUT /_bench/stage (the body stored in R2 at a new key, answered) and POST /_bench/convert/{in-process,binding}
-//   (a ConvertJob as JSON): the converter's job on a staged image, run either here, in this isolate, by the
-//   converter's own code (`convertStaged`, as the API ran it before the conversion had a Worker of its own), or
-//   through the CONVERTER binding as complete asks it, so bench-two-workers.mjs can time what the binding adds.
+// - PUT /_bench/stage (the body stored in R2 at a new key, answered with its size) and
+//   POST /_bench/convert/{in-process,binding} ({key, size, format, maxEdge} as JSON): the conversion of a staged
+//   image as complete runs it (the source read from R2 through `r2Source`, the WebP streamed into R2 beside it),
+//   the converter's job run either here, in this isolate, by the converter's own code (`convertStill`, as the
+//   API ran it before the conversion had a Worker of its own), or through the CONVERTER binding as complete asks
+//   it, so bench-two-workers.mjs can time what the binding adds.
 
-import { convertStaged } from "../converter/src/jobs";
-import type { ConvertJob } from "../src/converter/contract";
+import { convertStill } from "../converter/src/jobs";
+import { r2Source } from "../src/converter/client";
+import type { ConverterService, ConvertJob, ConvertOutcome, StillFormat } from "../src/converter/contract";
 import { homeBinding, homeNames } from "../src/db/shards";
 import worker from "../src/index";
 import { countingD1, countingNamespace, delayedBy, type Trips } from "./counting-bindings";
@@ -53,19 +56,43 @@ async function streamStep(step: string, request: Request, env: Env): Promise<Res
   return new Response(null, { status: 204 });
 }
 
-/** Stores the body at a new key of the bucket, untimed setup for {@link convertJob}; answers the key. */
+/** Stores the body at a new key of the bucket, untimed setup for {@link convertJob}; answers the key and size. */
 async function stage(request: Request, env: Env): Promise<Response> {
   const key = `bench/staged/${crypto.randomUUID()}`;
-  await env.BUCKET.put(key, await request.arrayBuffer());
-  return Response.json({ key });
+  const bytes = await request.arrayBuffer();
+  await env.BUCKET.put(key, bytes);
+  return Response.json({ key, size: bytes.byteLength });
 }
 
-/** The converter's job run in this isolate or through the binding (see the top of the file); answers its outcome. */
+/**
+ * The conversion of the image staged at `key`, the converter's job run in this isolate or through the binding
+ * (see the top of the file), its WebP streamed into R2 at `key`.webp as complete writes it; answers the outcome
+ * without the body.
+ */
 async function convertJob(how: string, request: Request, env: Env): Promise<Response> {
-  const job = await request.json<ConvertJob>();
-  if (how === "in-process") return Response.json(await convertStaged(env.BUCKET, job));
-  if (how === "binding") return Response.json(await env.CONVERTER.convert(job));
-  return new Response("unknown way", { status: 404 });
+  const { key, size, format, maxEdge } = await request.json<{
+    key: string;
+    size: number;
+    format: StillFormat;
+    maxEdge: number;
+  }>();
+  const job: ConvertJob = { source: r2Source(env.BUCKET, key, size), format, maxEdge };
+  const converter: ConverterService = env.CONVERTER;
+  let outcome: ConvertOutcome;
+  if (how === "in-process") outcome = await convertStill(job);
+  else if (how === "binding") outcome = await converter.convert(job);
+  else return new Response("unknown way", { status: 404 });
+  if (!("converted" in outcome)) return Response.json(outcome);
+  const { body, ...webp } = outcome.converted;
+  const { readable, writable } = new FixedLengthStream(webp.size);
+  await Promise.all([
+    env.BUCKET.put(`${key}.webp`, readable, {
+      httpMetadata: { contentType: "image/webp" },
+      customMetadata: { width: String(webp.width), height: String(webp.height) },
+    }),
+    body.pipeTo(writable),
+  ]);
+  return Response.json({ converted: webp });
 }
 
 export default {
