@@ -18,13 +18,13 @@ import { defaultOptions } from "@jsquash/avif/meta.js";
 /** Most pixels one AVIF holds: 1280 × 1024, whose encoding takes at most 50.3 MB of the encoder's memory. */
 export const avifMaxPixels = 1280 * 1024;
 /** libaom's speed (0 slowest … 10): 8 keeps a 1280 × 960 photo under a second and its memory at 48 MB. */
-export const avifSpeed = 8;
+const avifSpeed = 8;
 /**
  * Quality (libavif's 0 … 100, quantizer `(100 − q) × 63 / 100`): chosen by measurement so that an AVIF is
  * at least as close to the master (SSIM) as the WebP of the same width at quality 80, in fewer bytes
  * (`npm run bench:avif`).
  */
-export const avifQuality = 62;
+const avifQuality = 62;
 
 type AvifModule = {
   encode(data: Uint8Array, width: number, height: number, options: typeof defaultOptions): Uint8Array | null;
