@@ -1,10 +1,4 @@
-import {
-  createExecutionContext,
-  createMessageBatch,
-  createScheduledController,
-  getQueueResult,
-  waitOnExecutionContext,
-} from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { countingD1, type Trips } from "../../scripts/counting-bindings";
@@ -13,6 +7,7 @@ import { bookmarkHeader } from "../../src/db/session";
 import { homeBinding, homeNames, homeTag, shardNames } from "../../src/db/shards";
 import { insertEvent, newEvent } from "../../src/events/records";
 import worker from "../../src/index";
+import { runCron } from "../support/cron";
 import { recordingQueue } from "../support/events";
 import {
   customFields,
@@ -359,9 +354,7 @@ describe("stores on two shards", () => {
       events.push(event);
     }
     const { sent, queue } = recordingQueue();
-    const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: "*/5 * * * *" }), { ...env, WEBHOOK_QUEUE: queue }, ctx);
-    await waitOnExecutionContext(ctx);
+    await runCron({ WEBHOOK_QUEUE: queue });
     for (const event of events) expect(sent).toContainEqual({ id: event.id });
 
     // A dead-lettered message of each: the consumer finds each event in its own shard and ends it failed.
