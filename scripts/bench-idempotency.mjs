@@ -12,7 +12,7 @@
 // a millisecond, so the figures say what the key costs in the Worker and local D1, not from far away; the round
 // trips it adds are counted in test/http/idempotency.test.ts (docs/latency.md).
 //
-//   npx node scripts/bench-idempotency.mjs   this part alone; prints its section (docs/benchmarks.md is npm run bench's)
+//   npm run bench:idempotency   this part alone; prints its section (docs/benchmarks.md is npm run bench's)
 import {
   BENCH_STORE,
   benchFixture,
