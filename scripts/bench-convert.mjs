@@ -137,7 +137,7 @@ const MIME = {
 };
 
 /** A 24-bit bottom-up BMP of RGBA pixels. */
-function writeBmp(rgba, width, height) {
+export function writeBmp(rgba, width, height) {
   const stride = Math.ceil((width * 3) / 4) * 4;
   const out = Buffer.alloc(54 + stride * height);
   out.write("BM", 0, "latin1");

@@ -14,17 +14,17 @@
 //    through the API's callback and streams the WebP back, which the API writes to R2), (c) the same job run
 //    by the converter's own code (`convertStill`) inside the API's isolate, reading and writing R2 the same
 //    way, as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed
-//    by this process, the staging untimed;
-//    the three take turns within a round. (b) − (c) is what the second Worker adds to a conversion (goal
+//    by this process, the staging untimed; the three take turns within a round. (b) − (c) is what the second Worker adds to a conversion (goal
 //    ≤ 10 ms); (a) − (c) adds the complete's own work (the coordinator, D1, sniffing, deleting the staged
-//    bytes), measured alone by the 64 × 64 JPEG rows.
+//    bytes), measured alone by the 64 × 64 JPEG rows. A 12 MP 24-bit BMP (36 MB) shows what streaming the
+//    largest file through the binding costs. Wall time, and the CPU time of both `wrangler dev`s' processes.
 //
 //   npm run bench:two-workers                 this part alone; rewrites its block of docs/benchmarks.md
 //   npm run bench:two-workers -- --seconds=N  N seconds per phase of part 1 (default 15; 4 phases)
 
 import { readdirSync, readFileSync } from "node:fs";
 import sharp from "sharp";
-import { loadImageHelpers } from "./bench-convert.mjs";
+import { loadImageHelpers, writeBmp } from "./bench-convert.mjs";
 import {
   BENCH_STORE,
   BENCH_TOKEN,
@@ -67,18 +67,32 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The JPEGs: 12 MP photo-like pixels (the tests' generator) at quality 85, and a 64 × 64 one. */
 async function photos() {
   const images = await loadImageHelpers();
-  const jpeg = (width, height) =>
-    sharp(images.photoLike(width, height), { raw: { width, height, channels: 4 } })
+  const jpeg = async (name, width, height) => ({
+    name,
+    format: "jpeg",
+    mime: "image/jpeg",
+    bytes: await sharp(images.photoLike(width, height), { raw: { width, height, channels: 4 } })
       .removeAlpha()
       .jpeg({ quality: 85 })
-      .toBuffer();
-  return { large: await jpeg(4000, 3000), small: await jpeg(64, 64) };
+      .toBuffer(),
+  });
+  return {
+    large: await jpeg("12 MP JPEG, 4000×3000, quality 85", 4000, 3000),
+    // The largest file a conversion streams through the binding (bench-convert.mjs's BMP input).
+    bmp: {
+      name: "12 MP BMP, 24-bit",
+      format: "bmp",
+      mime: "image/bmp",
+      bytes: writeBmp(images.photoLike(4000, 3000), 4000, 3000),
+    },
+    small: await jpeg("64×64 JPEG (the fixed cost)", 64, 64),
+  };
 }
 
-/** prepare + PUT; the upload's id. */
-async function upload(server, bytes) {
+/** prepare + PUT of one of {@link photos}; the upload's id. */
+async function upload(server, { bytes, format, mime }) {
   const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    body: { filename: "photo.jpg", content_type: "image/jpeg", size: bytes.length, type: "image" },
+    body: { filename: `photo.${format}`, content_type: mime, size: bytes.length, type: "image" },
     expected: 201,
   });
   const put = await fetch(reservation.upload_request.url, {
@@ -174,12 +188,12 @@ function latencies(samples) {
 }
 
 /** While `reading()`, 12 MP JPEGs complete one after another; `step` says which request is under way. */
-function completeBackToBack(server, jpeg, reading) {
+function completeBackToBack(server, photo, reading) {
   const state = { step: "between", completes: [] };
   const done = (async () => {
     while (reading()) {
       state.step = "prepare + PUT";
-      const id = await upload(server, jpeg);
+      const id = await upload(server, photo);
       state.step = "complete";
       state.completes.push((await timedComplete(server, id)).ms);
       state.step = "between";
@@ -192,10 +206,10 @@ function completeBackToBack(server, jpeg, reading) {
  * READ_ROUNDS rounds of quiet reads for `seconds`, then the same while 12 MP JPEGs complete back to back;
  * the samples of all quiet phases are pooled, and those of all busy phases.
  */
-async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
+async function measureReads(server, photo, { seconds = DEFAULT_SECONDS } = {}) {
   // Untimed: the read's kept answer, the converter isolate's codec instances.
   await readUntil(server, performance.now() + 1000);
-  await timedComplete(server, await upload(server, jpeg));
+  await timedComplete(server, await upload(server, photo));
 
   const quietSamples = [];
   const busySamples = [];
@@ -204,7 +218,7 @@ async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
     const quiet = await readUntil(server, performance.now() + seconds * 1000);
     quietSamples.push(...quiet);
     let reading = true;
-    const loop = completeBackToBack(server, jpeg, () => reading);
+    const loop = completeBackToBack(server, photo, () => reading);
     let busy;
     try {
       busy = await readUntil(server, performance.now() + seconds * 1000, () => loop.state.step);
@@ -234,7 +248,7 @@ async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
       ]),
     ),
     completes: stats(completes),
-    jpegBytes: jpeg.length,
+    jpegBytes: photo.bytes.length,
   };
   log(
     `  all: quiet p50 ${num(result.quiet.p50)} p99 ${num(result.quiet.p99)} max ${num(result.quiet.max)} ms; busy p50 ${num(result.busy.p50)} p99 ${num(result.busy.p99)} max ${num(result.busy.max)} ms; during the complete p99 ${num(result.busyDuring.complete.p99)} max ${num(result.busyDuring.complete.max)} ms`,
@@ -246,13 +260,13 @@ async function measureReads(server, jpeg, { seconds = DEFAULT_SECONDS } = {}) {
 // 2. Complete through the two Workers against the conversion in-process
 // ---------------------------------------------------------------------------------------------
 
-/** Stages `bytes` at a new key (untimed) and times the conversion of it ({@link timed}), `how` = in-process or binding. */
-async function timedJob(server, bytes, how, pids) {
-  const staged = await fetch(`${server.url}/_bench/stage`, { method: "PUT", body: bytes });
+/** Stages a photo at a new key (untimed) and times the conversion of it ({@link timed}), `how` = in-process or binding. */
+async function timedJob(server, photo, how, pids) {
+  const staged = await fetch(`${server.url}/_bench/stage`, { method: "PUT", body: photo.bytes });
   if (staged.status !== 200) throw new Error(`PUT /_bench/stage: ${staged.status} ${await staged.text()}`);
   const { key, size } = await staged.json();
   // MAX_IMAGE_EDGE's default, which the bench servers keep.
-  const job = { key, size, format: "jpeg", maxEdge: 2560 };
+  const job = { key, size, format: photo.format, maxEdge: 2560 };
   let response;
   let text;
   const figures = await timed(async () => {
@@ -270,31 +284,29 @@ async function timedJob(server, bytes, how, pids) {
 }
 
 const ways = {
-  complete: async (server, bytes, pids) => timedComplete(server, await upload(server, bytes), pids),
-  binding: (server, bytes, pids) => timedJob(server, bytes, "binding", pids),
-  "in-process": (server, bytes, pids) => timedJob(server, bytes, "in-process", pids),
+  complete: async (server, photo, pids) => timedComplete(server, await upload(server, photo), pids),
+  binding: (server, photo, pids) => timedJob(server, photo, "binding", pids),
+  "in-process": (server, photo, pids) => timedJob(server, photo, "in-process", pids),
 };
 
 /**
  * Per input (12 MP, 64 × 64), SPLIT_ROUNDS rounds of the three ways taking turns, each timed in wall time and
  * in the CPU time of every process of the two `wrangler dev`s; per-round differences.
  */
-async function measureSplit(server, { large, small }) {
+async function measureSplit(server, { large, bmp, small }) {
   const pids = serverPids(server);
   const rows = [];
-  for (const [name, bytes] of [
-    ["12 MP JPEG, 4000×3000, quality 85", large],
-    ["64×64 JPEG (the fixed cost)", small],
-  ]) {
+  for (const photo of [large, bmp, small]) {
+    const { name } = photo;
     // Untimed: both isolates' codec instances.
-    for (const way of Object.values(ways)) await way(server, bytes);
+    for (const way of Object.values(ways)) await way(server, photo);
     const rounds = [];
     for (let round = 0; round < SPLIT_ROUNDS; round++) {
       const names = Object.keys(ways);
       const figures = {};
       for (let k = 0; k < names.length; k++) {
         const way = names[(round + k) % names.length];
-        figures[way] = await ways[way](server, bytes, pids);
+        figures[way] = await ways[way](server, photo, pids);
       }
       rounds.push(figures);
     }
@@ -306,7 +318,7 @@ async function measureSplit(server, { large, small }) {
       bindingCost: of((r) => r.binding[key] - r["in-process"][key]),
       completeCost: of((r) => r.complete[key] - r["in-process"][key]),
     });
-    const row = { name, bytes: bytes.length, wall: figuresOf("ms"), cpu: figuresOf("cpuMs") };
+    const row = { name, bytes: photo.bytes.length, wall: figuresOf("ms"), cpu: figuresOf("cpuMs") };
     rows.push(row);
     for (const [what, f] of [
       ["wall", row.wall],
@@ -354,20 +366,22 @@ export function twoWorkersSection({ reads, split }, facts) {
           num(reads.busy.max),
           `${reads.completes.n}, ${spread(reads.completes)} ms each`,
         ],
-        ...Object.entries(reads.busyDuring).map(([during, figures]) => [
-          `busy, sent during ${during}`,
-          figures.n,
-          num(figures.p50),
-          num(figures.p99),
-          num(figures.max),
-          "",
-        ]),
+        ...Object.entries(reads.busyDuring)
+          .filter(([, figures]) => figures.n > 0)
+          .map(([during, figures]) => [
+            `busy, sent ${during === "between" ? "between two completes" : `during ${during}`}`,
+            figures.n,
+            num(figures.p50),
+            num(figures.p99),
+            num(figures.max),
+            "",
+          ]),
       ],
     ),
     "",
     `Goals: busy max ≤ quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms} ms: ${num(reads.busy.max)} ≤ ${num(goals.maxBound)}: ${yes(goals.maxMet)}; busy p99 ≤ ${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99: ${num(reads.busy.p99)} ≤ ${num(goals.p99Bound)}: ${yes(goals.p99Met)}.`,
     "",
-    `Complete through the two Workers against the conversion in-process, on the counting Worker (\`scripts/bench-worker.ts\`; its D1 counting is in the complete's time, microseconds): per round, the same JPEG (a) completed (prepare and PUT untimed), (b) staged in R2 (untimed) and converted as complete converts it, through the \`CONVERTER\` binding: the converter reads the bytes from R2 through the API's callback (\`r2Source\`) and streams the WebP back, which the API writes to R2 (\`POST /_bench/convert/binding\`), (c) staged likewise and converted by the converter's own code (\`convertStill\`) inside the API's isolate, reading and writing R2 the same way (\`POST /_bench/convert/in-process\`), as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed here; the three take turns; ${SPLIT_ROUNDS} rounds after one untimed round of each. (b) − (c): what the second Worker adds to a conversion; (a) − (c): that plus the complete's own work (coordinator, D1, sniffing, deleting the staged bytes), which the 64×64 row shows alone. Differences are taken within each round. "wall": the request's time from this process; "CPU": the CPU time every process of the two \`wrangler dev\`s ran during it (wrangler's own, the dev proxies, both Workers' workerd; from /proc/…/task/…/schedstat), which other work on the machine does not add to. Figures: median (min–max), ms.`,
+    `Complete through the two Workers against the conversion in-process, on the counting Worker (\`scripts/bench-worker.ts\`; its D1 counting is in the complete's time, microseconds): per round, the same JPEG (a) completed (prepare and PUT untimed), (b) staged in R2 (untimed) and converted as complete converts it, through the \`CONVERTER\` binding: the converter reads the bytes from R2 through the API's callback (\`r2Source\`) and streams the WebP back, which the API writes to R2 (\`POST /_bench/convert/binding\`), (c) staged likewise and converted by the converter's own code (\`convertStill\`) inside the API's isolate, reading and writing R2 the same way (\`POST /_bench/convert/in-process\`), as a complete converted before the converter had a Worker of its own. Each is one HTTP request timed here; the three take turns; ${SPLIT_ROUNDS} rounds after one untimed round of each. (b) − (c): what the second Worker adds to a conversion; (a) − (c): that plus the complete's own work (coordinator, D1, sniffing, deleting the staged bytes), which the 64×64 row shows alone. The 12 MP BMP (part 2's 24-bit BMP, ${num(split[1].bytes / 1e6)} MB) is the largest file a conversion streams through the binding. Differences are taken within each round. "wall": the request's time from this process; "CPU": the CPU time every process of the two \`wrangler dev\`s ran during it (wrangler's own, the dev proxies, both Workers' workerd; from /proc/…/task/…/schedstat), which other work on the machine does not add to. Figures: median (min–max), ms.`,
     "",
     table(
       ["Input", "File", "Measure", "(a) complete", "(b) binding", "(c) in-process", "(b) − (c)", "(a) − (c)"],
@@ -389,7 +403,7 @@ export function twoWorkersSection({ reads, split }, facts) {
       ),
     ),
     "",
-    `Goal: a 12 MP complete through the two Workers at most ${TWO_WORKER_GOALS.bindingCostMs} ms over the conversion in-process, for what the second Worker adds: (b) − (c) = ${num(large.wall.bindingCost.median)} ms of wall time: ${yes(large.wall.bindingCost.median <= TWO_WORKER_GOALS.bindingCostMs)} (CPU: ${num(large.cpu.bindingCost.median)} ms more for the two Workers together). The whole complete is ${num(large.wall.completeCost.median)} ms over (c), the complete's own work included (64×64: ${num(split[1].wall.completeCost.median)} ms).`,
+    `Goal: a 12 MP complete through the two Workers at most ${TWO_WORKER_GOALS.bindingCostMs} ms over the conversion in-process, for what the second Worker adds: (b) − (c) = ${num(large.wall.bindingCost.median)} ms of wall time: ${yes(large.wall.bindingCost.median <= TWO_WORKER_GOALS.bindingCostMs)} (CPU: ${num(large.cpu.bindingCost.median)} ms more for the two Workers together). The whole complete is ${num(large.wall.completeCost.median)} ms over (c), the complete's own work included (64×64: ${num(split.at(-1).wall.completeCost.median)} ms).`,
   ].join("\n");
 }
 
@@ -397,8 +411,12 @@ export const twoWorkersHeading = "## 11. Two Workers: reads while photos complet
 
 /** Both parts, each on its own servers: the app's own entry for the reads, the counting Worker for the split. */
 export async function benchTwoWorkers({ seconds = DEFAULT_SECONDS } = {}) {
-  const jpegs = await step("generate the JPEGs", 3 * MINUTE, () => photos());
-  log(`  12 MP JPEG ${num(jpegs.large.length / 1e6)} MB, 64×64 JPEG ${jpegs.small.length} bytes`);
+  const jpegs = await step("generate the images", 3 * MINUTE, () => photos());
+  log(
+    `  ${Object.values(jpegs)
+      .map((photo) => `${photo.name}: ${num(photo.bytes.length / 1e6)} MB`)
+      .join("; ")}`,
+  );
   const reads = await step("reads while photos complete", 3 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, () =>
     withBenchServer({ fixture: benchFixture() }, (server) => measureReads(server, jpegs.large, { seconds })),
   );
