@@ -1,6 +1,6 @@
-import { readFile } from "node:fs/promises";
 import sharp from "sharp";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { hostOnServer } from "../support/server";
 
 /**
  * The AVIF encoder cannot run away on hostile content (docs/conversion.md, "AVIF"): the worst an upload can
@@ -8,35 +8,12 @@ import { describe, expect, inject, it } from "vitest";
  * here, against `wrangler dev`, because inside workerd's tests the clock stands still while code runs.
  */
 
-const baseUrl = inject("baseUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const headers = { Authorization: `Bearer ${demo.tokens[0].token}`, "X-Service-Store": demo.tokens[0].store_ids[0] };
-
 /** Hosts `png` as an image: the hosted file result. */
-async function host(png: Buffer): Promise<{ file_url: string; width: number; height: number }> {
-  const prepared = await fetch(`${baseUrl}/api/v1/media-uploads`, {
-    method: "POST",
-    headers: { ...headers, "Content-Type": "application/json" },
-    body: JSON.stringify({ filename: "noise.png", content_type: "image/png", size: png.length, type: "image" }),
+const host = (png: Buffer) =>
+  hostOnServer<{ file_url: string; width: number; height: number }>(png, {
+    filename: "noise.png",
+    content_type: "image/png",
   });
-  expect(prepared.status).toBe(201);
-  const reservation = (await prepared.json()) as {
-    id: string;
-    upload_request: { url: string; headers: Record<string, string> };
-  };
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: png,
-  });
-  expect(put.status).toBe(204);
-  const completed = await fetch(`${baseUrl}/api/v1/media-uploads/${reservation.id}/complete`, {
-    method: "POST",
-    headers,
-  });
-  expect(completed.status).toBe(201);
-  return (await completed.json()) as { file_url: string; width: number; height: number };
-}
 
 describe("the AVIF encoder on hostile content", () => {
   it("2560 × 1920 of noise (the worst an upload can make the encoder see) gets its full-size AVIF within 15 s, at the 1280 × 1024-pixel budget", async () => {

@@ -4,18 +4,14 @@ import sharp from "sharp";
 import { thumbHashToRGBA } from "thumbhash";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { hostOnServer } from "../support/server";
 
 /**
  * The README's `<picture>` gallery snippet in a real browser (headless Chromium): the AVIF source of the width
  * the viewport needs is fetched and decoded, and `placeholder_url` shows the image before it arrives.
  */
 
-const baseUrl = inject("baseUrl");
 const shopUrl = inject("uploadPageUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const storeId: string = demo.tokens[0].store_ids[0];
-const headers = { Authorization: `Bearer ${token}`, "X-Service-Store": storeId };
 
 type Hosted = {
   file_url: string;
@@ -54,30 +50,7 @@ async function photo(): Promise<{ jpeg: Buffer; raw: Buffer }> {
   return { jpeg, raw };
 }
 
-async function host(jpeg: Buffer): Promise<Hosted> {
-  const prepared = await fetch(`${baseUrl}/api/v1/media-uploads`, {
-    method: "POST",
-    headers: { ...headers, "Content-Type": "application/json" },
-    body: JSON.stringify({ filename: "kubek.jpg", content_type: "image/jpeg", size: jpeg.length, type: "image" }),
-  });
-  expect(prepared.status).toBe(201);
-  const reservation = (await prepared.json()) as {
-    id: string;
-    upload_request: { url: string; headers: Record<string, string> };
-  };
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: jpeg,
-  });
-  expect(put.status).toBe(204);
-  const completed = await fetch(`${baseUrl}/api/v1/media-uploads/${reservation.id}/complete`, {
-    method: "POST",
-    headers,
-  });
-  expect(completed.status).toBe(201);
-  return (await completed.json()) as Hosted;
-}
+const host = (jpeg: Buffer) => hostOnServer<Hosted>(jpeg, { filename: "kubek.jpg", content_type: "image/jpeg" });
 
 /** The README's gallery snippet (its `<picture>` block), filled in with the result as a page would. */
 async function galleryPage(image: Hosted): Promise<string> {

@@ -1,15 +1,10 @@
-import { readFile } from "node:fs/promises";
 import type { Browser } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { hostOnServer } from "../support/server";
 
-const baseUrl = inject("baseUrl");
 const shopUrl = inject("uploadPageUrl");
-const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
-const token: string = demo.tokens[0].token;
-const storeId: string = demo.tokens[0].store_ids[0];
-const headers = { Authorization: `Bearer ${token}`, "X-Service-Store": storeId };
 
 type Hosted = { file_url: string; width: number; height: number; srcset: string };
 
@@ -20,28 +15,7 @@ async function hostPhoto(): Promise<Hosted> {
   })
     .jpeg({ quality: 85 })
     .toBuffer();
-  const prepared = await fetch(`${baseUrl}/api/v1/media-uploads`, {
-    method: "POST",
-    headers: { ...headers, "Content-Type": "application/json" },
-    body: JSON.stringify({ filename: "kubek.jpg", content_type: "image/jpeg", size: jpeg.length, type: "image" }),
-  });
-  expect(prepared.status).toBe(201);
-  const reservation = (await prepared.json()) as {
-    id: string;
-    upload_request: { url: string; headers: Record<string, string> };
-  };
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: jpeg,
-  });
-  expect(put.status).toBe(204);
-  const completed = await fetch(`${baseUrl}/api/v1/media-uploads/${reservation.id}/complete`, {
-    method: "POST",
-    headers,
-  });
-  expect(completed.status).toBe(201);
-  return (await completed.json()) as Hosted;
+  return hostOnServer<Hosted>(jpeg, { filename: "kubek.jpg", content_type: "image/jpeg" });
 }
 
 /** The README's product-gallery snippet: full width on phones, half on tablets, 600 px on desktops. */

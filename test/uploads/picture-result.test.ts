@@ -59,7 +59,8 @@ async function readPng(bytes: Uint8Array) {
   return { width: hv.getUint32(0), height: hv.getUint32(4), colourType: header[9], rows, ends: chunks.has("IEND") };
 }
 
-describe("the hosted result of a converted image", () => {
+// The file's first complete also starts the converter's codec instances (a second or two on a shared machine).
+describe("the hosted result of a converted image", { timeout: 30_000 }, () => {
   it("complete and GET /media-uploads/{id} add sources (AVIF, then WebP), placeholder, placeholder_url and dominant_color", async () => {
     const { storeId, token, uploadId, result } = await hostImage(quadrants(1000, 600), 1000, 600);
     const url = result.file_url;
