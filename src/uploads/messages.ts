@@ -54,6 +54,7 @@ export const uploadMessages = {
   bodyLength: "The request body does not match its Content-Length; nothing was stored.",
   storageFailed: "The bytes could not be stored; retry the PUT.",
   assemblyFailed: "The parts could not be assembled; retry the complete.",
+  convertedNotStored: "The converted image could not be stored; the upload is stored as it was, retry the complete.",
   /** `reason`: why the converter Worker could not be asked (src/converter/client.ts). */
   converterUnavailable: (reason: string) =>
     `The image converter is unavailable (${reason}); the upload is stored as it was, retry the complete in a moment.`,

@@ -98,6 +98,37 @@ describe("complete without the converter", () => {
     expect(served.headers.get("Content-Type")).toBe("image/webp");
   });
 
+  it("a WebP stream that cuts off half-way stores nothing: 503 with Retry-After, the upload stored, the retry completes", async () => {
+    const staged = await stage(await png(120, 90), pngUpload);
+    const cutOff = converterWith({
+      convert: async (job) => {
+        const outcome = await env.CONVERTER.convert(job);
+        if (!("converted" in outcome)) return outcome;
+        const reader = outcome.converted.body.getReader();
+        let sent = 0;
+        // Half the bytes, then the stream fails, as it does when the converter's isolate goes away.
+        const body = new ReadableStream<Uint8Array>({
+          async pull(controller) {
+            const { value, done } = await reader.read();
+            if (done || sent >= outcome.converted.size / 2)
+              return controller.error(new Error("Network connection lost."));
+            sent += value.length;
+            controller.enqueue(value);
+          },
+        });
+        return { converted: { ...outcome.converted, body } };
+      },
+    });
+    const refused = await completeWith(cutOff, staged);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("Retry-After")).toBe("2");
+    expect(await refused.json()).toEqual({ message: uploadMessages.convertedNotStored });
+    expect(await env.BUCKET.head(mediaKey(staged.storeId, staged.reservation.id, "webp"))).toBeNull();
+    expect(await uploadState(staged)).toBe("stored");
+    const retried = await complete(staged.token, staged.storeId, staged.reservation.id);
+    expect(await expectJson(retried, 201)).toMatchObject({ type: "image", width: 120, height: 90 });
+  });
+
   it("hosts what needs no conversion (a video, a file) without the converter", async () => {
     const video = await stage(isoMedia("isom"), { filename: "clip.mp4", content_type: "video/mp4" });
     expect(await expectJson(await completeWith(undefined, video), 201)).toMatchObject({ type: "video" });

@@ -1,6 +1,7 @@
 import { askConverter, ConverterUnavailableError, converterRetryAfterSeconds, r2Source } from "../../converter/client";
 import type { ConvertedWebp, ConverterService, ConvertJob, ConvertOutcome } from "../../converter/contract";
 import { ApiError } from "../../http/errors";
+import { log } from "../../lib/log";
 import { inPlaceMetadata } from "../../storage/in-place";
 import { mediaKey, privateFileKey, stagedKey } from "../../storage/keys";
 import { type CoordinatorStub, unwrap } from "../coordinator/client";
@@ -82,16 +83,25 @@ async function convertStill(deps: HostingDeps, uploadId: string, job: ConvertJob
  * narrower widths exist. Its placeholder and dominant colour go there too, for a complete that dies after
  * the write (`hostUpload` reads them back).
  */
-async function writeWebp(bucket: R2Bucket, key: string, webp: ConvertedWebp): Promise<void> {
+async function writeWebp(deps: HostingDeps, key: string, webp: ConvertedWebp): Promise<void> {
   const { readable, writable } = new FixedLengthStream(webp.size);
   const { width, height, placeholder, dominantColor } = webp;
-  await Promise.all([
-    bucket.put(key, readable, {
-      httpMetadata: { contentType: "image/webp" },
-      customMetadata: { width: String(width), height: String(height), placeholder, dominant_color: dominantColor },
-    }),
-    webp.body.pipeTo(writable),
-  ]);
+  try {
+    await Promise.all([
+      deps.bucket.put(key, readable, {
+        httpMetadata: { contentType: "image/webp" },
+        customMetadata: { width: String(width), height: String(height), placeholder, dominant_color: dominantColor },
+      }),
+      webp.body.pipeTo(writable),
+    ]);
+  } catch (error) {
+    // The converter's stream cut off (its isolate gone) or R2 refused the write: a short stream stores nothing,
+    // so the upload is as it was and a retry converts again.
+    log.error("upload: storing the converted image failed", { request_id: deps.requestId, error: String(error) });
+    throw new ApiError(503, uploadMessages.convertedNotStored, undefined, {
+      "Retry-After": String(converterRetryAfterSeconds),
+    });
+  }
 }
 
 /**
@@ -235,7 +245,7 @@ async function hostAsMedia(
         });
         return { name: upload.filename, file_url: publicUrl(sniffed.ext), type: "image" };
       }
-      await writeWebp(deps.bucket, webp, outcome.converted);
+      await writeWebp(deps, webp, outcome.converted);
       // The WebP is what is hosted: the original's bytes are not kept.
       await deps.bucket.delete(staged.object.key);
       const { width, height, placeholder, dominantColor } = outcome.converted;
