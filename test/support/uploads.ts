@@ -1,7 +1,8 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../../src/app";
-import { seedStore } from "./factories";
+import { seedStore, storeD1 } from "./factories";
 import { api, expectJson, expectStatus, origin } from "./http";
 import { isoMedia } from "./media-bytes";
 
@@ -145,4 +146,32 @@ export async function servedBytes(url: string): Promise<Uint8Array> {
   const response = await exports.default.fetch(url);
   await expectStatus(response, 200, url);
   return new Uint8Array(await response.arrayBuffer());
+}
+
+/** The prepare call with `body` as sent, whatever it holds (for tests of its refusals). */
+export const prepare = (token: string, store: string, body: Record<string, unknown>) =>
+  api("/media-uploads", { method: "POST", token, store, body });
+
+/** Prepare, PUT and complete in one go, for a store of its own; answers the complete response. */
+export async function host(bytes: Uint8Array, options: Record<string, unknown> = {}) {
+  const staged = await stage(bytes, options);
+  return { ...staged, response: await complete(staged.token, staged.storeId, staged.reservation.id) };
+}
+
+/** The coordinator of a store's uploads. */
+export const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
+
+/** The upload's stored state as its coordinator keeps it (`storing` and `processing` included). */
+export const storedState = (storeId: string, id: string) =>
+  runInDurableObject(
+    coordinatorOf(storeId),
+    (_instance, state) =>
+      state.storage.sql.exec<{ state: string }>("SELECT state FROM uploads WHERE id = ?", id).one().state,
+  );
+
+/** As the platform changes a store: its row in the global database and its copy in the store's home, which the API reads. */
+export async function setUploadLimit(storeId: string, bytes: number) {
+  for (const db of new Set([env.DB, await storeD1(storeId)])) {
+    await db.prepare("UPDATE stores SET upload_limit_bytes = ? WHERE id = ?").bind(bytes, storeId).run();
+  }
 }
