@@ -5,9 +5,17 @@ import { log } from "./lib/log";
 
 /**
  * Every configuration variable and secret, parsed and validated once per isolate (docs/api.md,
- * "Configuration states"; the variables: docs/development.md). The defaults live here and only here. A missing or malformed value is not fatal: it is
- * recorded, logged once, and only the routes that ask for it answer 503 naming it.
+ * "Configuration states"). The defaults, the accepted values and the meanings live here and only here:
+ * `scripts/config-docs.mjs` writes them into docs/configuration.md. A missing or malformed value is not
+ * fatal: it is recorded, logged once, and only the routes that ask for it answer 503 naming it.
  */
+
+/**
+ * What the docs say of a setting beside its default (which is what its parser makes of no value):
+ * docs/configuration.md its `accepted` values and `meaning`, docs/limits.md the `limit` it sets, if any.
+ */
+type SettingDocs = { accepted?: string; meaning?: string; limit?: string; secret?: boolean };
+const documented = <T extends z.ZodType>(schema: T, docs: SettingDocs): T => schema.meta(docs);
 
 /** A whole number from `min` to `max`; empty or unset is `fallback`. */
 const wholeNumber = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -29,6 +37,9 @@ const wholeNumber = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGE
         return z.NEVER;
       }
       return parsed;
+    })
+    .meta({
+      accepted: max === Number.MAX_SAFE_INTEGER ? `a whole number, ${min} or more` : `a whole number, ${min} to ${max}`,
     });
 
 const positiveInteger = (fallback: number, max?: number) => wholeNumber(fallback, 1, max);
@@ -48,7 +59,8 @@ const optionalUrl = z
   .trim()
   .default("")
   .refine((value) => value === "" || URL.canParse(value), { message: "must be an absolute URL or empty" })
-  .transform((value) => value.replace(/\/+$/, ""));
+  .transform((value) => value.replace(/\/+$/, ""))
+  .meta({ accepted: "an absolute URL, or empty" });
 
 /** `on` / `off`; empty or unset is `fallback`. */
 const onOff = (fallback: "on" | "off") =>
@@ -57,7 +69,8 @@ const onOff = (fallback: "on" | "off") =>
     .trim()
     .default(fallback)
     .refine((value) => value === "on" || value === "off" || value === "", { message: 'must be "on" or "off"' })
-    .transform((value) => (value === "" ? fallback : value) === "on");
+    .transform((value) => (value === "" ? fallback : value) === "on")
+    .meta({ accepted: "`on` or `off`" });
 
 /**
  * A comma-separated list of whole numbers from `min` to `max` (at least one), in the order given; empty or unset
@@ -76,7 +89,8 @@ const wholeNumberList = (fallback: number[], { min, max, unit }: { min: number; 
         return z.NEVER;
       }
       return items.map(Number);
-    });
+    })
+    .meta({ accepted: `a comma-separated list of ${unit}` });
 
 /** Seconds before each retry (each 0 to a day). */
 const secondsList = (fallback: number[]) =>
@@ -91,53 +105,150 @@ const widthList = (fallback: number[]) =>
     min: 1,
     max: maxSupportedEdge,
     unit: `whole numbers between 1 and ${maxSupportedEdge}`,
-  }).transform((widths) => [...new Set(widths)].sort((x, y) => x - y));
+  })
+    .transform((widths) => [...new Set(widths)].sort((x, y) => x - y))
+    .meta({ accepted: `a comma-separated list of whole numbers between 1 and ${maxSupportedEdge}` });
 
-const secret = z.string({ error: "is not set" }).min(1, { message: "is not set" });
+const secret = z
+  .string({ error: "is not set" })
+  .min(1, { message: "is not set" })
+  .meta({ secret: true, accepted: "any text but empty" });
 
-/** Each variable's parser; the key is the variable's name in wrangler.toml or the secret's name. */
+/**
+ * Each variable's parser with its meaning (Markdown, links relative to docs/); the key is the variable's name
+ * in wrangler.toml or the secret's name, in the order docs/configuration.md lists them.
+ */
 const settings = {
-  DEV_FIXTURES: onOff("off"),
-  UPLOAD_TTL_SECONDS: positiveInteger(900),
-  PUT_LIMIT_PER_MINUTE: positiveInteger(20),
-  COMPLETE_LIMIT_PER_MINUTE: positiveInteger(60),
-  API_LIMIT_PER_MINUTE: positiveInteger(600),
-  /** Wrong `STORE_MOVE_SECRET` bearers a client IP may send the operator's routes per minute (src/ops/routes.ts). */
-  OPS_SECRET_LIMIT_PER_MINUTE: positiveInteger(10),
-  DEFAULT_UPLOAD_LIMIT_BYTES: positiveInteger(100_000_000),
-  /** The largest body one request may carry (Workers Free and Pro); larger uploads go in parts. */
-  SINGLE_PUT_LIMIT_BYTES: wholeNumber(100_000_000, minPartBytes),
-  PART_LIMIT_PER_MINUTE: positiveInteger(600),
-  MULTIPART_MAX_HOURS: positiveInteger(24, maxMultipartHours),
-  MAX_IMAGE_EDGE: positiveInteger(2560, maxSupportedEdge),
-  IMAGE_WIDTHS: widthList([160, 320, 480, 640, 960, 1280, 1920]),
-  TOKEN_CACHE_SECONDS: nonNegativeInteger(30),
-  /** How long an isolate answers a repeated product read or cross-sell list from memory (src/http/read-cache.ts); 0: never. */
-  READ_CACHE_MS: wholeNumber(1000, 0, 60_000),
-  PLATFORM_API_URL: optionalUrl,
-  MEDIA_BASE_URL: optionalUrl,
-  CORS_ORIGINS: z
-    .string()
-    .default("")
-    .transform((value) =>
-      value
-        .split(",")
-        .map((origin) => origin.trim())
-        .filter(Boolean),
-    ),
-  WEBHOOK_ALLOW_HTTP: onOff("off"),
-  /** The Standard Webhooks schedule: the delay before each retry, in seconds. */
-  WEBHOOK_RETRY_SCHEDULE: secondsList([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
-  WEBHOOK_TIMEOUT_MS: positiveInteger(15_000, 120_000),
-  WEBHOOK_SECRET_OVERLAP_SECONDS: nonNegativeInteger(86_400),
-  WEBHOOK_RETENTION_DAYS: positiveInteger(30, 3650),
-  /** How long a write's answer is kept for a retry with the same `Idempotency-Key` (src/http/idempotency.ts). */
-  IDEMPOTENCY_TTL_SECONDS: positiveInteger(86_400, 30 * 86_400),
-  FILE_SIGNING_SECRET: secret,
-  PLATFORM_API_SECRET: secret,
-  /** The bearer of the operator's routes (`/api/v1/_ops`, `npm run store:move -- --url`); unset: no such routes. */
-  STORE_MOVE_SECRET: z.string().trim().default(""),
+  DEV_FIXTURES: documented(onOff("off"), {
+    meaning:
+      '`on` enables every `/api/v1/_dev/...` route (the fixture loader, the upload page, the fake platform: [development.md](development.md)); otherwise they answer 404 like any unknown route. It also pre-fills the demo token in the reference page\'s "Test Request". `npm run deploy` refuses `on`',
+  }),
+  UPLOAD_TTL_SECONDS: documented(positiveInteger(900), {
+    limit: "an upload reservation, after prepare or its last stored part (seconds)",
+    meaning:
+      "how long an upload reservation lasts after prepare; a multipart one, after its last stored part ([uploads.md](uploads.md#expiry))",
+  }),
+  PUT_LIMIT_PER_MINUTE: documented(positiveInteger(20), {
+    limit: "byte PUTs per client IP per minute",
+    meaning:
+      "byte PUTs per client IP per 60 s, and part PUTs that name no upload of their token ([limits.md](limits.md))",
+  }),
+  COMPLETE_LIMIT_PER_MINUTE: documented(positiveInteger(60), {
+    limit: "completes per store per minute",
+    meaning: "completes per store per 60 s",
+  }),
+  API_LIMIT_PER_MINUTE: documented(positiveInteger(600), {
+    limit: "bearer calls per token per minute (the general limit)",
+    meaning: "the general limit: bearer calls per token per 60 s ([limits.md](limits.md#request-rates))",
+  }),
+  OPS_SECRET_LIMIT_PER_MINUTE: documented(positiveInteger(10), {
+    limit: "wrong operator secrets per client IP per minute",
+    meaning:
+      "wrong `STORE_MOVE_SECRET` bearers per client IP per 60 s to the operator's routes (`/api/v1/_ops`, src/ops/routes.ts); past it every call of the IP answers 429, the right secret's too, until the window ends. The right secret does not count",
+  }),
+  DEFAULT_UPLOAD_LIMIT_BYTES: documented(positiveInteger(100_000_000), {
+    limit: "a store's upload limit, when the store sets none (bytes)",
+    meaning: "a store's upload limit when the store sets none",
+  }),
+  SINGLE_PUT_LIMIT_BYTES: documented(wholeNumber(100_000_000, minPartBytes), {
+    limit: "one request body: a larger upload goes in parts (bytes)",
+    meaning:
+      "the largest body of one request (Workers Free and Pro): a larger upload goes in parts, and no part is larger. At least R2's smallest part ([uploads.md](uploads.md#how-parts-are-cut))",
+  }),
+  PART_LIMIT_PER_MINUTE: documented(positiveInteger(600), {
+    limit: "part PUTs per client IP per minute",
+    meaning:
+      "part PUTs per client IP per 60 s (they do not count toward `PUT_LIMIT_PER_MINUTE`; [uploads.md](uploads.md#limits-and-token-guessing))",
+  }),
+  MULTIPART_MAX_HOURS: documented(positiveInteger(24, maxMultipartHours), {
+    limit: "a multipart reservation, however many parts extend it (hours after prepare)",
+    meaning:
+      "a multipart reservation, extended by each stored part, never lasts longer than this after prepare (at most 7 days: R2 aborts an incomplete multipart upload then)",
+  }),
+  MAX_IMAGE_EDGE: documented(positiveInteger(2560, maxSupportedEdge), {
+    limit: "a converted image's long edge (pixels)",
+    meaning:
+      "converted images are scaled down to this long edge, in pixels (at most what the converter's memory holds: [conversion.md](conversion.md))",
+  }),
+  IMAGE_WIDTHS: documented(widthList([160, 320, 480, 640, 960, 1280, 1920]), {
+    limit: "the widths served with `?width=` (pixels)",
+    meaning:
+      "the widths a converted image is served at with `?width=`, and listed in `srcset` ([responsive-images.md](responsive-images.md))",
+  }),
+  TOKEN_CACHE_SECONDS: documented(nonNegativeInteger(30), {
+    limit: "a verified token trusted by an isolate, so a revocation's delay (seconds)",
+    meaning:
+      "how long an isolate trusts a verified token, so how long a revocation may take; `0` reads D1 on every call ([latency.md](latency.md#the-token-cache-and-the-leased-general-limit))",
+  }),
+  READ_CACHE_MS: documented(wholeNumber(1000, 0, 60_000), {
+    limit: "a read answered again from an isolate's memory (milliseconds)",
+    meaning:
+      "how long an isolate answers a repeated live product read or cross-sell list from memory (src/http/read-cache.ts); `0`: never. A request with `X-D1-Bookmark` always reads D1 ([latency.md](latency.md#read-answers-kept-for-a-second))",
+  }),
+  PLATFORM_API_URL: documented(optionalUrl, {
+    meaning:
+      "the external project platform publish calls; empty with `DEV_FIXTURES=on` uses the built-in fake ([platform-api.md](platform-api.md#configurations))",
+  }),
+  MEDIA_BASE_URL: documented(optionalUrl, { meaning: "the base of public media URLs; empty means `{origin}/media`" }),
+  CORS_ORIGINS: documented(
+    z
+      .string()
+      .default("")
+      .transform((value) =>
+        value
+          .split(",")
+          .map((origin) => origin.trim())
+          .filter(Boolean),
+      ),
+    {
+      accepted: "a comma-separated list of origins",
+      meaning: "the origins allowed to call bearer routes from a browser",
+    },
+  ),
+  WEBHOOK_ALLOW_HTTP: documented(onOff("off"), {
+    meaning:
+      "`on` also delivers events to plain `http:` URLs and to local hosts (127.0.0.1, private networks; [events.md](events.md#where-events-go)): `npm run dev` sets it for its local receiver",
+  }),
+  WEBHOOK_RETRY_SCHEDULE: documented(secondsList([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]), {
+    limit: "the waits before an event's retries (seconds)",
+    meaning:
+      "the seconds before each retry of an event (the Standard Webhooks schedule); after the last the event is `failed` ([events.md](events.md#delivery-and-retries))",
+  }),
+  WEBHOOK_TIMEOUT_MS: documented(positiveInteger(15_000, 120_000), {
+    limit: "one delivery attempt (milliseconds)",
+    meaning: "one delivery attempt's timeout",
+  }),
+  WEBHOOK_SECRET_OVERLAP_SECONDS: documented(nonNegativeInteger(86_400), {
+    limit: "the old webhook secret still signing after a rotation (seconds)",
+    meaning: "how long the old secret still signs, beside the new one, after a rotation",
+  }),
+  WEBHOOK_RETENTION_DAYS: documented(positiveInteger(30, 3650), {
+    limit: "an event in the event log (days)",
+    meaning: "how long events stay in the event log",
+  }),
+  IDEMPOTENCY_TTL_SECONDS: documented(positiveInteger(86_400, 30 * 86_400), {
+    limit: "a write's answer kept for its `Idempotency-Key` (seconds)",
+    meaning:
+      "how long a write's answer is kept for a retry with the same `Idempotency-Key` (src/http/idempotency.ts; [api.md](api.md#idempotency-key))",
+  }),
+  FILE_SIGNING_SECRET: documented(secret, {
+    meaning:
+      "the HMAC key of signed links to private files (a new one invalidates the links handed out); unset, product reads answer `download_url` null and `/files/...` answers 503",
+  }),
+  PLATFORM_API_SECRET: documented(secret, {
+    meaning:
+      "the bearer secret sent to `PLATFORM_API_URL` ([platform-api.md](platform-api.md)); unused while that is empty",
+  }),
+  STORE_MOVE_SECRET: documented(z.string().trim().default(""), {
+    secret: true,
+    accepted: "any text, or unset",
+    meaning:
+      "the bearer of the operator's routes (`/api/v1/_ops`, `npm run store:move -- --url`: [scaling.md](scaling.md#moving-a-store-under-traffic)); unset, they answer 404 like an unknown route",
+  }),
 } as const;
+
+/** Every setting's parser, for scripts/config-docs.mjs (the table of docs/configuration.md). */
+export const settingParsers: Record<SettingName, z.ZodType> = settings;
 
 export type SettingName = keyof typeof settings;
 type Settings = { [K in SettingName]: z.output<(typeof settings)[K]> };
