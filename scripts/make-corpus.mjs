@@ -169,9 +169,8 @@ export function screenshot(width, height) {
   return rgba;
 }
 
-export async function makeCorpus() {
-  await mkdir(made, { recursive: true });
-  const write = (name, bytes) => writeFile(join(made, name), bytes);
+/** JPEG: colour profiles, CMYK with and without one, greyscale, progressive, cut short. */
+async function makeJpegs(write) {
   const jpeg = { quality: 90, chromaSubsampling: "4:2:0" };
 
   // Colour profiles: the same picture, converted into each space and carrying the profile.
@@ -201,7 +200,10 @@ export async function makeCorpus() {
   await write("testorig-progressive.jpg", await (await photo()).jpeg({ ...jpeg, progressive: true }).toBuffer());
   const baseline = await read("libjpeg-turbo/testorig.jpg");
   await write("testorig-cut.jpg", baseline.subarray(0, Math.floor(baseline.length / 2)));
+}
 
+/** GIF: unusual code sizes and colour tables, cut short. */
+async function makeGifs(write) {
   // GIF: minimum code size 1 (two colours), no colour table at all, minimum code size 1 with transparency.
   await write(
     "rings-mincode1.gif",
@@ -224,7 +226,10 @@ export async function makeCorpus() {
   );
   const treescap = await read("giflib/treescap.gif");
   await write("treescap-cut.gif", treescap.subarray(0, Math.floor(treescap.length / 2)));
+}
 
+/** WebP: lossless in several sizes, with alpha, animated, cut short. */
+async function makeWebps(write) {
   // WebP: lossless, lossless with alpha, tiny lossless, big lossless screenshot, animated, cut short.
   const hopper = await read("pillow/hopper.jpg");
   await write("hopper-lossless.webp", await sharp(hopper).webp({ lossless: true, effort: 4 }).toBuffer());
@@ -264,7 +269,10 @@ export async function makeCorpus() {
   );
   const lossy = await read("libwebp/test.webp");
   await write("test-cut.webp", lossy.subarray(0, Math.floor(lossy.length / 2)));
+}
 
+/** PNG: damaged ones, colour under transparency, 16-bit interlaced. */
+async function makePngs(write) {
   // PNG: a wrong IHDR CRC (browsers refuse the file), a colour image cut inside its IDAT.
   const rgb = Buffer.from(await read("pngsuite/basn2c08.png"));
   rgb.writeUInt32BE((crc32(rgb.subarray(12, 29)) ^ 0xff) >>> 0, 29);
@@ -294,6 +302,15 @@ export async function makeCorpus() {
       .png({ progressive: true, compressionLevel: 9 })
       .toBuffer(),
   );
+}
+
+export async function makeCorpus() {
+  await mkdir(made, { recursive: true });
+  const write = (name, bytes) => writeFile(join(made, name), bytes);
+  await makeJpegs(write);
+  await makeGifs(write);
+  await makeWebps(write);
+  await makePngs(write);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await makeCorpus();
