@@ -1,6 +1,6 @@
-import { and, asc, eq, inArray, ne } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, inArray, ne } from "drizzle-orm";
 import type { Database } from "../db/client";
-import { bound, ReusableQuery } from "../db/reusable";
+import { bound, boundList, ReusableQuery, readTogether } from "../db/reusable";
 import { customFields, drafts, products, variants } from "../db/schema";
 import { ApiError, messages } from "../http/errors";
 import { DraftDocument } from "./draft-document";
@@ -20,16 +20,16 @@ export function productInScope(db: Database, id: string, scope: readonly string[
 }
 
 /** {@link productInScope} by the number of stores in scope (their placeholders: `store0`, `store1`, …). */
-const productInScopeQuery = new ReusableQuery((db, stores: number) =>
+const productInScopeQuery = new ReusableQuery(getTableColumns(products), (db, columns, stores: number) =>
   db
-    .select()
+    .select(columns)
     .from(products)
     .where(
       and(
         eq(products.id, bound("id", products.id)),
         inArray(
           products.storeId,
-          Array.from({ length: stores }, (_, i) => bound(`store${i}`, products.storeId)),
+          boundList(Array.from({ length: stores }, (_, i) => bound(`store${i}`, products.storeId))),
         ),
         ne(products.status, "archived"),
       ),
@@ -38,28 +38,28 @@ const productInScopeQuery = new ReusableQuery((db, stores: number) =>
 );
 
 /** The other statements of a product read, keyed by the product's id (placeholder `id`). */
-const variantsOfProduct = new ReusableQuery((db) =>
+const variantsOfProduct = new ReusableQuery(getTableColumns(variants), (db, columns) =>
   db
-    .select()
+    .select(columns)
     .from(variants)
     .where(eq(variants.productId, bound("id", variants.productId)))
     .orderBy(asc(variants.position)),
 );
-const customFieldsOfProduct = new ReusableQuery((db) =>
+const customFieldsOfProduct = new ReusableQuery(getTableColumns(customFields), (db, columns) =>
   db
-    .select()
+    .select(columns)
     .from(customFields)
     .where(eq(customFields.productId, bound("id", customFields.productId))),
 );
-const hasDraft = new ReusableQuery((db) =>
+const hasDraft = new ReusableQuery({ productId: drafts.productId }, (db, columns) =>
   db
-    .select({ productId: drafts.productId })
+    .select(columns)
     .from(drafts)
     .where(eq(drafts.productId, bound("id", drafts.productId))),
 );
-const draftOfProduct = new ReusableQuery((db) =>
+const draftOfProduct = new ReusableQuery(getTableColumns(drafts), (db, columns) =>
   db
-    .select()
+    .select(columns)
     .from(drafts)
     .where(eq(drafts.productId, bound("id", drafts.productId)))
     .limit(1),
@@ -74,7 +74,7 @@ export function foundProduct(rows: ProductRow[], id: string): ProductRow {
 
 /** The product with `id` in `scope`, or null (see {@link productInScope}). */
 async function findProduct(db: Database, id: string, scope: readonly string[]): Promise<ProductRow | null> {
-  const [product] = await productInScope(db, id, scope);
+  const [product] = await productInScope(db, id, scope).all();
   return product ?? null;
 }
 
@@ -94,7 +94,7 @@ export async function readLiveProduct(
   id: string,
   scope: readonly string[],
 ): Promise<{ product: ProductRow; resource: Product }> {
-  const [productRows, variantRows, fieldRows, draftRows] = await db.batch([
+  const [productRows, variantRows, fieldRows, draftRows] = await readTogether(db, [
     productInScope(db, id, scope),
     variantsOfProduct.bind(db, null, { id }),
     customFieldsOfProduct.bind(db, null, { id }),
@@ -113,7 +113,7 @@ export async function findDraft(db: Database, productId: string) {
 
 /** The product `id` in `scope` and its overlay (null when it has none), read in one round trip. */
 export async function readProductAndDraft(db: Database, id: string, scope: readonly string[]) {
-  const [productRows, draftRows] = await db.batch([
+  const [productRows, draftRows] = await readTogether(db, [
     productInScope(db, id, scope),
     draftOfProduct.bind(db, null, { id }),
   ]);

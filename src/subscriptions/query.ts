@@ -1,7 +1,7 @@
 import { and, asc, count, desc, type SQL, sql } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Database } from "../db/client";
-import { bound, ReusableQuery } from "../db/reusable";
+import { bound, computed, ReusableQuery, readTogether } from "../db/reusable";
 import { subscriptions } from "../db/schema";
 import type { Search, SubscriptionListRequest, TimeRange } from "./filters";
 import { type Subscription, subscriptionSearchSeparator, subscriptionView } from "./resource";
@@ -256,10 +256,10 @@ function indexHits(db: Database) {
 }
 
 /** One page of a list, by shape; built once per isolate for each shape (src/db/reusable.ts). */
-const listPage = new ReusableQuery((db, shape: ListShape) => {
+const listPage = new ReusableQuery(resourceColumns, (db, columns, shape: ListShape) => {
   if (leader(shape) !== "text") {
     return db
-      .select(resourceColumns)
+      .select(columns)
       .from(subscriptions)
       .where(listCondition(shape))
       .orderBy(...listOrder(shape))
@@ -269,12 +269,12 @@ const listPage = new ReusableQuery((db, shape: ListShape) => {
   const { hits, few } = indexHits(db);
   return db
     .with(hits)
-    .select(resourceColumns)
+    .select(columns)
     .from(subscriptions)
     .where(listCondition(shape, { half: "lookup", few }))
     .unionAll(
       db
-        .select(resourceColumns)
+        .select(columns)
         .from(subscriptions)
         .where(listCondition(shape, { half: "walk", few })),
     )
@@ -284,9 +284,9 @@ const listPage = new ReusableQuery((db, shape: ListShape) => {
 });
 
 /** The filtered count of a list, by shape. */
-const listCount = new ReusableQuery((db, shape: ListShape) => {
+const listCount = new ReusableQuery({ total: computed(count(), Number) }, (db, total, shape: ListShape) => {
   // count(*) lets SQLite answer from the narrowest index that holds the filtered columns.
-  if (leader(shape) !== "text") return db.select({ total: count() }).from(subscriptions).where(listCondition(shape));
+  if (leader(shape) !== "text") return db.select(total).from(subscriptions).where(listCondition(shape));
   const { hits, few } = indexHits(db);
   const matching = db
     .select({ one: sql<number>`1`.as("one") })
@@ -299,7 +299,7 @@ const listCount = new ReusableQuery((db, shape: ListShape) => {
         .where(listCondition(shape, { half: "walk", few })),
     )
     .as("matching");
-  return db.with(hits).select({ total: count() }).from(matching);
+  return db.with(hits).select(total).from(matching);
 });
 
 /**
@@ -330,6 +330,6 @@ export async function listSubscriptions(
   options: ListOptions = {},
 ): Promise<{ items: Subscription[]; total: number }> {
   const statements = listStatements(db, storeId, request, options);
-  const [rows, [counted]] = await db.batch([statements.page, statements.count]);
+  const [rows, [counted]] = await readTogether(db, [statements.page, statements.count]);
   return { items: rows.map(subscriptionView), total: counted?.total ?? 0 };
 }

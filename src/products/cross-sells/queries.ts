@@ -1,6 +1,6 @@
-import { and, asc, count, eq, isNotNull, sql } from "drizzle-orm";
+import { and, asc, count, eq, getTableColumns, isNotNull, sql } from "drizzle-orm";
 import type { Database } from "../../db/client";
-import { bound, ReusableQuery } from "../../db/reusable";
+import { bound, computed, ReusableQuery } from "../../db/reusable";
 import { crossSells } from "../../db/schema";
 import { type CrossSell, type CrossSellRecord, completeCrossSell } from "./resource";
 
@@ -27,16 +27,18 @@ export function liveCrossSellQueries(db: Database, productId: string, page: numb
 }
 
 const ofProduct = and(eq(crossSells.ownerProductId, bound("productId", crossSells.ownerProductId)), complete);
-const crossSellPage = new ReusableQuery((db) =>
+const crossSellPage = new ReusableQuery(getTableColumns(crossSells), (db, columns) =>
   db
-    .select()
+    .select(columns)
     .from(crossSells)
     .where(ofProduct)
     .orderBy(asc(crossSells.position))
     .limit(sql.placeholder("limit"))
     .offset(sql.placeholder("offset")),
 );
-const crossSellCount = new ReusableQuery((db) => db.select({ total: count() }).from(crossSells).where(ofProduct));
+const crossSellCount = new ReusableQuery({ total: computed(count(), Number) }, (db, total) =>
+  db.select(total).from(crossSells).where(ofProduct),
+);
 
 type CrossSellRow = typeof crossSells.$inferSelect;
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { readTogether } from "../../db/reusable";
 import { ApiError, messages } from "../../http/errors";
 import { integerQuery, Pagination, pagination } from "../../http/pagination";
 import { uuidParam } from "../../http/params";
@@ -61,7 +62,7 @@ export const crossSellRoutes = createRouter()
       const { productId } = c.req.valid("param");
       const { page, per_page: perPage } = c.req.valid("query");
       const db = c.var.db;
-      const [productRows, rows, counted] = await db.batch([
+      const [productRows, rows, counted] = await readTogether(db, [
         productInScope(db, productId, c.var.caller.scope),
         ...liveCrossSellQueries(db, productId, page, perPage),
       ]);
