@@ -1,5 +1,5 @@
 import { setting } from "../config";
-import { askConverter, r2Source } from "../converter/client";
+import { askConverter, converterRetryAfterSeconds, r2Source } from "../converter/client";
 import type { SourceBytes } from "../converter/contract";
 import { ApiError } from "../http/errors";
 import { log } from "../lib/log";
@@ -43,8 +43,6 @@ function variantHeaders(etag: string, size: number, format: Format): Headers {
 
 /** How long a request waits for another request's generation of the same width before answering 503. */
 const waitLimitMs = 25_000;
-/** Seconds a 503 asks the client to wait before trying again. */
-const retryAfterSeconds = 2;
 
 const widthMessages = {
   unsupported: (widths: number[]) => `Unsupported width. Use one of: ${widths.join(", ")}.`,
@@ -358,7 +356,7 @@ async function store(ask: WidthRequest, variant: Variant, made: Made): Promise<b
 function unavailable(format: Format = "webp"): Response {
   return Response.json(
     { message: format === "avif" ? widthMessages.failedAvif : widthMessages.failed },
-    { status: 503, headers: { "Retry-After": String(retryAfterSeconds), "Cache-Control": "no-store" } },
+    { status: 503, headers: { "Retry-After": String(converterRetryAfterSeconds), "Cache-Control": "no-store" } },
   );
 }
 

@@ -64,7 +64,7 @@ async function recordHostedKey(deps: HostingDeps, uploadId: string, hostedKey: s
  * Has the converter Worker convert a still image; a converter missing or failing is 503 naming the cause,
  * with Retry-After, and leaves the upload as it was for a retry.
  */
-async function convertStill(deps: HostingDeps, uploadId: string, job: ConvertJob): Promise<ConvertOutcome> {
+async function askToConvert(deps: HostingDeps, uploadId: string, job: ConvertJob): Promise<ConvertOutcome> {
   try {
     return await askConverter(deps.converter, { request_id: deps.requestId, upload_id: uploadId }, (converter) =>
       converter.convert(job),
@@ -228,7 +228,7 @@ async function hostAsMedia(
       // names nothing, and the upload's expiry removes nothing there.
       const recorded = recordHostedKey(deps, upload.id, webp);
       recorded.catch(() => {}); // awaited below, unless the conversion fails first
-      const outcome = await convertStill(deps, upload.id, {
+      const outcome = await askToConvert(deps, upload.id, {
         source: r2Source(deps.bucket, staged.object.key, staged.object.size),
         format: sniffed.format,
         maxEdge: deps.settings.maxImageEdge(),
