@@ -281,12 +281,16 @@ export function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** Decodes WebP with @jsquash/webp's decoder (independent of the pipeline's), checking the RIFF header first. */
+/**
+ * Decodes WebP with @jsquash/webp's decoder (independent of the pipeline's), checking the RIFF header first.
+ * The tags are compared as bytes: the RIFF size between them is binary, and read as text its bytes may form
+ * one character (0xC4 0x80) and shift "WEBP".
+ */
 export async function decodeWebp(
   bytes: Uint8Array,
 ): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
-  const text = new TextDecoder().decode(bytes.subarray(0, 16));
-  if (text.slice(0, 4) !== "RIFF" || text.slice(8, 12) !== "WEBP") throw new Error(`not a RIFF WebP: ${text}`);
+  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
+  if (tag(0) !== "RIFF" || tag(8) !== "WEBP") throw new Error(`not a RIFF WebP: ${tag(0)} ${tag(8)}`);
   webpDecoder ??= instantiate<WebpDecoder>(webpDecoderFactory, webpDecoderWasm);
   const result = (await webpDecoder).decode(bytes);
   if (!result) throw new Error("WebP did not decode");
@@ -307,21 +311,6 @@ export async function decodeAvif(
   avifDecoder ??= instantiate<AvifDecoder>(avifDecoderFactory, avifDecoderWasm);
   const result = (await avifDecoder).decode(bytes, 8);
   if (!result) throw new Error("AVIF did not decode");
-  return result;
-}
-
-/**
- * decodeWebp for a file of any size: decodeWebp reads its first 16 bytes as UTF-8 text, so a RIFF size whose
- * bytes form a multi-byte sequence shifts "WEBP" and the file is refused; here the tags are compared as bytes.
- */
-export async function decodeWebpOfAnySize(
-  bytes: Uint8Array,
-): Promise<{ data: Uint8ClampedArray; width: number; height: number }> {
-  const tag = (at: number) => String.fromCharCode(...bytes.subarray(at, at + 4));
-  if (tag(0) !== "RIFF" || tag(8) !== "WEBP") throw new Error(`not a RIFF WebP: ${tag(0)} ${tag(8)}`);
-  webpDecoder ??= instantiate<WebpDecoder>(webpDecoderFactory, webpDecoderWasm);
-  const result = (await webpDecoder).decode(bytes);
-  if (!result) throw new Error("WebP did not decode");
   return result;
 }
 
@@ -391,4 +380,11 @@ export function pixelAt(
 /** Whether two colours are within `tolerance` per channel. */
 export function near(actual: readonly number[], expected: readonly number[], tolerance = 40): boolean {
   return expected.every((v, i) => Math.abs((actual[i] as number) - v) <= tolerance);
+}
+
+/** The mean absolute difference of two RGBA pictures' colour channels (alpha left out), in levels. */
+export function meanDifference(a: Uint8ClampedArray, b: Uint8ClampedArray): number {
+  let total = 0;
+  for (let i = 0; i < a.length; i += 1) if (i % 4 !== 3) total += Math.abs((a[i] as number) - (b[i] as number));
+  return total / ((a.length / 4) * 3);
 }

@@ -1,29 +1,13 @@
-import webpEncoderFactory from "@jsquash/webp/codec/enc/webp_enc.js";
-import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm";
-import { defaultOptions as webpDefaults } from "@jsquash/webp/meta";
 import { describe, expect, it } from "vitest";
 import { grid, gridDifference } from "../../scripts/lib/corpus-grid.mjs";
 import { codecMemory, convertToWebp, ImageTooLargeError } from "../src/convert";
 import { codecShareBytes, largeWebpCodecBytes, scratchShareBytes } from "../src/convert/budget";
 import { chunked, webpLyingVp8l } from "./hostile-images";
-import { decodeWebp, encodeJpeg, near, photoLike, pixelAt } from "./images";
-
-type WebpEncoder = { encode(data: Uint8Array, w: number, h: number, o: object): Uint8Array | null };
-let encoder: Promise<WebpEncoder> | undefined;
+import { decodeWebp, encodeJpeg, encodeWebp, near, photoLike, pixelAt } from "./images";
 
 /** Encodes RGBA as a lossless WebP with libwebp (@jsquash/webp's build), fastest method. */
-async function encodeLossless(rgba: Uint8Array, width: number, height: number): Promise<Uint8Array> {
-  encoder ??= (webpEncoderFactory as unknown as (o: object) => Promise<WebpEncoder>)({
-    noInitialRun: true,
-    instantiateWasm: (imports: WebAssembly.Imports, done: (i: WebAssembly.Instance) => void) => {
-      const instance = new WebAssembly.Instance(webpEncoderWasm as WebAssembly.Module, imports);
-      done(instance);
-      return instance.exports;
-    },
-  });
-  const out = (await encoder).encode(rgba, width, height, { ...webpDefaults, lossless: 1, method: 0, quality: 0 });
-  if (!out) throw new Error("lossless encoding failed");
-  return new Uint8Array(out);
+function encodeLossless(rgba: Uint8Array, width: number, height: number): Promise<Uint8Array> {
+  return encodeWebp(rgba, width, height, { lossless: 1, method: 0, quality: 0 });
 }
 
 /** Screenshot-like content: flat panels, bands and dark "text" strokes. */
