@@ -78,7 +78,7 @@ const K = [0, 0, 0, 255];
 const rle8 = (width: number, height: number, data: number[]) =>
   bmp({ width, height, bitsPerPixel: 8, compression: 1, palette, data });
 
-describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
+describe("BMP run-length coding (BI_RLE8, BI_RLE4): runs, deltas and literal groups decode as Chromium draws them", () => {
   it("decodes RLE8 runs, end of line, a delta (skipped pixels black) and a literal group, bottom-up", async () => {
     // Stored bottom row first: 4 × green, end of line; top row: 2 × red, delta +1, 1 × blue, end of bitmap.
     const file = rle8(4, 2, [4, 1, 0, 0, 2, 0, 0, 2, 1, 0, 1, 2, 0, 1]);
@@ -155,7 +155,9 @@ describe("BMP run-length coding (BI_RLE8, BI_RLE4)", () => {
         [G, G],
       ]);
   });
+});
 
+describe("BMP run-length coding: bad indices black, incomplete data refused, huge headers in bounded time, WebP out", () => {
   it("reads nothing past a 20000 × 200 RLE8 image that a delta leaves, however much data follows", async () => {
     // The delta leaves the image at once (255 rows down); 64 KiB of runs follow and are never read as pixels.
     const data = [0, 2, 0, 255, ...new Array<number>(65536).fill(1)];
@@ -295,10 +297,22 @@ describe("BMP 2-bit palettes (outside Microsoft's specification; Chromium shows 
   });
 });
 
-describe("BMP bit fields (BI_BITFIELDS, BI_ALPHABITFIELDS, V4/V5 masks)", () => {
-  const le32 = (v: number) => [v & 255, (v >>> 8) & 255, (v >>> 16) & 255, v >>> 24];
-  const le16 = (v: number) => [v & 255, v >>> 8];
+const le32 = (v: number) => [v & 255, (v >>> 8) & 255, (v >>> 16) & 255, v >>> 24];
 
+const le16 = (v: number) => [v & 255, v >>> 8];
+
+const blueSquare = (alpha: number, compression = 3, infoSize: 40 | 124 = 124) =>
+  bmp({
+    width: 16,
+    height: 16,
+    bitsPerPixel: 32,
+    compression,
+    infoSize,
+    data: Array.from({ length: 256 }, () => le32(((alpha << 24) | 0x0000ff) >>> 0)).flat(),
+    masks: [0xff0000, 0xff00, 0xff, 0xff000000],
+  });
+
+describe("BMP bit fields (BI_BITFIELDS, V4/V5 masks): each channel reads its own mask's bits, scaled to 0–255", () => {
   it("reads 16-bit 5-6-5 masks, scaling each field to 0–255", async () => {
     const file = bmp({
       width: 2,
@@ -340,7 +354,36 @@ describe("BMP bit fields (BI_BITFIELDS, BI_ALPHABITFIELDS, V4/V5 masks)", () => 
     });
     expect(await pixels(file)).toEqual([[[255, 240, 0, 255]]]);
   });
+});
 
+describe("BMP bit fields: a mask with a gap or wider than the pixel is refused as lying", () => {
+  it("refuses a mask with a gap in its bits, and a 16-bit file's mask with bits beyond 16 (lying masks)", async () => {
+    const gap = bmp({
+      width: 1,
+      height: 1,
+      bitsPerPixel: 32,
+      compression: 3,
+      data: le32(0),
+      masks: [0xf0f000, 0xff00, 0xff, 0],
+    });
+    await expect(pixels(gap)).rejects.toThrow(
+      new UnconvertibleImageError("The BMP file cannot be read: a colour mask has a gap in its bits."),
+    );
+    const wide = bmp({
+      width: 1,
+      height: 1,
+      bitsPerPixel: 16,
+      compression: 3,
+      data: [0, 0, 0, 0],
+      masks: [0xfff800, 0x07e0, 0x1f, 0],
+    });
+    await expect(pixels(wide)).rejects.toThrow(
+      new UnconvertibleImageError("The BMP file cannot be read: a colour mask has more bits than a pixel."),
+    );
+  });
+});
+
+describe("BMP bit fields (BI_ALPHABITFIELDS, V4/V5): alpha is kept as browsers show it, all-zero alpha opaque", () => {
   it("keeps the alpha of a 16-bit BI_ALPHABITFIELDS file and of a 32-bit V4 file", async () => {
     const alpha16 = bmp({
       width: 2,
@@ -367,42 +410,6 @@ describe("BMP bit fields (BI_BITFIELDS, BI_ALPHABITFIELDS, V4/V5 masks)", () => 
     });
     expect(await pixels(v4)).toEqual([[[255, 0, 0, 128]]]);
   });
-
-  it("refuses a mask with a gap in its bits, and a 16-bit file's mask with bits beyond 16 (lying masks)", async () => {
-    const gap = bmp({
-      width: 1,
-      height: 1,
-      bitsPerPixel: 32,
-      compression: 3,
-      data: le32(0),
-      masks: [0xf0f000, 0xff00, 0xff, 0],
-    });
-    await expect(pixels(gap)).rejects.toThrow(
-      new UnconvertibleImageError("The BMP file cannot be read: a colour mask has a gap in its bits."),
-    );
-    const wide = bmp({
-      width: 1,
-      height: 1,
-      bitsPerPixel: 16,
-      compression: 3,
-      data: [0, 0, 0, 0],
-      masks: [0xfff800, 0x07e0, 0x1f, 0],
-    });
-    await expect(pixels(wide)).rejects.toThrow(
-      new UnconvertibleImageError("The BMP file cannot be read: a colour mask has more bits than a pixel."),
-    );
-  });
-
-  const blueSquare = (alpha: number, compression = 3, infoSize: 40 | 124 = 124) =>
-    bmp({
-      width: 16,
-      height: 16,
-      bitsPerPixel: 32,
-      compression,
-      infoSize,
-      data: Array.from({ length: 256 }, () => le32(((alpha << 24) | 0x0000ff) >>> 0)).flat(),
-      masks: [0xff0000, 0xff00, 0xff, 0xff000000],
-    });
 
   it("shows a 32-bit BMP whose alpha is zero in every pixel opaque (V5 bit fields and BI_ALPHABITFIELDS)", async () => {
     for (const file of [blueSquare(0), blueSquare(0, 6, 40)]) {

@@ -19,7 +19,7 @@ function source(bytes: Uint8Array) {
   return { size: bytes.length, open: async () => new Response(bytes).body as ReadableStream<Uint8Array> };
 }
 
-describe("the placeholder of a conversion", () => {
+describe("the placeholder of a conversion: a ThumbHash of the image and its alpha-weighted dominant colour", () => {
   it("convert answers a ThumbHash (base64) whose render is the image scaled down, and its dominant colour", async () => {
     const [width, height] = [1200, 800];
     const pixels = quadrants(width, height);
@@ -78,7 +78,9 @@ describe("the placeholder of a conversion", () => {
       expect(Math.abs(value * 255 - (channels[c] as number))).toBeLessThanOrEqual(8);
     });
   });
+});
 
+describe("the placeholder of a conversion: alpha kept, made from the conversion's own pixels, none for a width", () => {
   it("alpha is kept: the ThumbHash of a cut-out renders transparent where the image is", async () => {
     const [width, height] = [300, 300];
     const pixels = paint(width, height, (x, y) =>
