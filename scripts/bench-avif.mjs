@@ -1,20 +1,22 @@
 // AVIF and placeholders (`{file_url}?format=avif`, the result's `placeholder`; docs/responsive-images.md) through
 // `wrangler dev`, both Workers:
 //
-// - bytes at matched quality: real photos hosted, then every width of their srcset (and the full size) read as
-//   WebP and as AVIF; each decoded and compared with the master scaled to that size (SSIM on luma, 8 × 8
-//   windows every 4 px, the AVIF scaled back up first where the converter encoded it smaller). Goal: AVIF at
-//   equal or better SSIM with at least 20 % fewer bytes.
+// - bytes at matched quality (bench-avif-quality.mjs): real photos hosted, then every width of their srcset (and
+//   the full size) read as WebP and as AVIF; each decoded and compared with the master scaled to that size (SSIM
+//   on luma, 8 × 8 windows every 4 px, the AVIF scaled back up first where the converter encoded it smaller).
+//   Beside the served AVIF, the same encoder in Node at other qualities, from the converter's own source pixels
+//   and from the master's: the lowest quality whose SSIM reaches the WebP's, and single settings for all rows.
+//   Goal: AVIF at equal or better SSIM with at least 20 % fewer bytes.
 // - cold: the first `?width=640&format=avif` and `?width=1280&format=avif` of a freshly hosted 2560 × 1920 photo,
-//   beside sharp (libvips + libaom, one thread, cache off) decoding the same hosted WebP, resizing to the same
-//   size and encoding AVIF at the same settings (quality 62, effort 1 = libaom cpu-used 8), paired per round.
-//   Goal: at most 1.5× sharp.
+//   beside sharp (libvips + libheif + libaom, one thread, cache off) decoding the same hosted WebP, resizing to
+//   the same size and encoding AVIF at the converter's settings (see SHARP_AVIF), paired per round; wall time
+//   and CPU time. Goal: at most 1.5× sharp.
 // - warm: `?width=640&format=avif` read again and again beside GET /_dev/ping (as bench-widths.mjs does for
 //   WebP widths). Goal: at least 70 % of ping's throughput.
 // - placeholder: what a complete spends on it: the converter's ThumbHash and colour from a 2560 × 1920 target
 //   (converter/src/convert/placeholder.ts) and the API's placeholder_url (src/uploads/placeholder-url.ts), the
 //   same code bundled with esbuild and run in this Node process (workerd's timers do not advance while code
-//   runs). Goal: at most 2 ms.
+//   runs; bench-avif-placeholder.mjs). Goal: at most 2 ms.
 // - peak memory of the converter's isolate while it makes AVIFs after a conversion (its inspector: heap and
 //   ArrayBuffers sampled, every WebAssembly memory's size after).
 //
@@ -23,13 +25,27 @@
 // `apt-get download python3-skimage && dpkg -x python3-skimage_*.deb x`, then
 // BENCH_PHOTOS=x/usr/lib/python3/dist-packages/skimage/data).
 //
-//   npm run bench:avif        prints its section (markdown) and the figures as JSON at the end
-import { readdirSync } from "node:fs";
+//   npm run bench:avif                    rewrites its block of docs/benchmarks.md, prints it and the figures (JSON)
+//   npm run bench:avif -- --parts=bytes   those parts alone (placeholder, memory, bytes, cold, warm); writes nothing
+import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { build } from "esbuild";
 import sharp from "sharp";
+import { measurePlaceholder, placeholderPart } from "./bench-avif-placeholder.mjs";
+import {
+  createQualityProbe,
+  luma,
+  lumaOf,
+  qualityRow,
+  qualitySummary,
+  qualityTable,
+  SERVICE_AVIF,
+  sameInputEncodes,
+  ssim,
+  sweepTable,
+} from "./bench-avif-quality.mjs";
 import { loadImageHelpers } from "./bench-convert.mjs";
 import {
   benchFixture,
@@ -41,7 +57,6 @@ import {
   machineFacts,
   machineLine,
   num,
-  percentile,
   projectRoot,
   runMain,
   sampleIsolate,
@@ -51,6 +66,8 @@ import {
   table,
   times,
   withBenchServer,
+  workerdProcesses,
+  writeBlock,
 } from "./bench-lib.mjs";
 
 const COLD_ROUNDS = 5;
@@ -59,10 +76,16 @@ const WARM_ROUNDS = 3;
 const CONNECTIONS = 10;
 const LOAD_SECONDS = 5;
 const WARMUP_SECONDS = 2;
-const PLACEHOLDER_RUNS = 60;
-/** The converter's settings (converter/src/convert/avif.ts) and sharp's equivalents. */
-const AVIF_QUALITY = 62;
-const SHARP_EFFORT = 1; // libaom cpu-used 9 − effort = 8: the converter's speed
+/**
+ * sharp's AVIF at the converter's settings (converter/src/convert/avif.ts: libavif quality 62, libaom speed 8,
+ * 4:2:0, 8 bits, one thread). libvips hands libheif `speed = 9 − effort` and `threads = ` its concurrency (1
+ * here: libaom then runs one thread, no row-mt), and libheif maps quality to libaom's cq-level as libavif does.
+ * Tune: @jsquash/avif tunes libaom for SSIM at quality ≥ 50; sharp's default ("auto") is libaom's IQ tune with
+ * libheif 1.23 and libaom 3.15, another mode (slower, files about twice as large): SHARP_BEFORE, the comparison
+ * this bench made first, kept beside it.
+ */
+const SHARP_AVIF = { quality: SERVICE_AVIF.quality, effort: 1, chromaSubsampling: "4:2:0", bitdepth: 8, tune: "ssim" };
+const SHARP_BEFORE = { ...SHARP_AVIF, tune: "auto" };
 export const AVIF_GOALS = { bytesSaved: 0.2, coldVsSharp: 1.5, warmThroughputShare: 0.7, placeholderMs: 2 };
 
 sharp.concurrency(1);
@@ -107,53 +130,12 @@ async function timedGet(url, init) {
   return { ms, bytes, type: response.headers.get("Content-Type") };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Quality: SSIM on luma
-// ---------------------------------------------------------------------------------------------
-
-function luma(rgb, pixels) {
-  const y = new Float64Array(pixels);
-  for (let i = 0; i < pixels; i++) y[i] = 0.299 * rgb[i * 3] + 0.587 * rgb[i * 3 + 1] + 0.114 * rgb[i * 3 + 2];
-  return y;
-}
-
-/** Mean SSIM of two luma planes over 8 × 8 windows every 4 pixels (Wang et al.'s constants). */
-export function ssim(a, b, width, height) {
-  const [c1, c2] = [(0.01 * 255) ** 2, (0.03 * 255) ** 2];
-  let total = 0;
-  let count = 0;
-  const size = Math.min(8, width, height);
-  const n = size * size;
-  for (let top = 0; top + size <= height; top += 4)
-    for (let left = 0; left + size <= width; left += 4) {
-      let [ma, mb] = [0, 0];
-      for (let y = top; y < top + size; y++)
-        for (let x = left; x < left + size; x++) [ma, mb] = [ma + a[y * width + x], mb + b[y * width + x]];
-      [ma, mb] = [ma / n, mb / n];
-      let [va, vb, cov] = [0, 0, 0];
-      for (let y = top; y < top + size; y++)
-        for (let x = left; x < left + size; x++) {
-          const [da, db] = [a[y * width + x] - ma, b[y * width + x] - mb];
-          [va, vb, cov] = [va + da * da, vb + db * db, cov + da * db];
-        }
-      [va, vb, cov] = [va / (n - 1), vb / (n - 1), cov / (n - 1)];
-      total += ((2 * ma * mb + c1) * (2 * cov + c2)) / ((ma * ma + mb * mb + c1) * (va + vb + c2));
-      count++;
-    }
-  return total / count;
-}
-
-/** A served image decoded to RGB at `width × height` (scaled up when it was encoded smaller), as luma. */
-async function lumaOf(bytes, width, height) {
-  const rgb = await sharp(bytes).removeAlpha().resize(width, height, { fit: "fill" }).raw().toBuffer();
-  return luma(rgb, width * height);
-}
-
-async function measurePhoto(server, file) {
+async function measurePhoto(server, probe, file) {
   const bytes = await readFile(file);
   const master = sharp(bytes).rotate();
   const contentType = file.toLowerCase().endsWith(".png") ? "image/png" : "image/jpeg";
   const hosted = await host(server, bytes, file.split("/").pop(), contentType);
+  const { bytes: hostedWebp } = await timedGet(hosted.file_url);
   const widths = [
     ...hosted.sources[1].srcset
       .split(", ")
@@ -174,27 +156,42 @@ async function measurePhoto(server, file) {
     const avif = await timedGet(`${hosted.file_url}?${width === null ? "" : `width=${width}&`}format=avif`);
     if (avif.type !== "image/avif") throw new Error(`not an AVIF: ${avif.type}`);
     const encoded = await sharp(avif.bytes).metadata();
-    rows.push({
+    const webpSsim = ssim(reference, await lumaOf(webp.bytes, w, h), w, h);
+    const quality = await qualityRow(probe, {
+      master,
+      hostedWebp,
+      servedAvif: avif.bytes,
+      webpSsim,
+      reference,
+      width: w,
+      height: h,
+    });
+    const row = {
       photo: file.split("/").pop(),
       width: w,
       height: h,
+      fullSize: width === null,
       webpBytes: webp.bytes.length,
       avifBytes: avif.bytes.length,
       avifEncoded: `${encoded.width} × ${encoded.height}`,
-      webpSsim: ssim(reference, await lumaOf(webp.bytes, w, h), w, h),
+      webpSsim,
       avifSsim: ssim(reference, await lumaOf(avif.bytes, w, h), w, h),
-    });
-    const last = rows.at(-1);
+      ...quality,
+    };
+    rows.push(row);
+    const hostedMatch = row.matchedHosted ? `q${row.matchedHosted.quality} ${row.matchedHosted.bytes} B` : "none";
+    const masterMatch = row.matchedMaster ? `q${row.matchedMaster.quality} ${row.matchedMaster.bytes} B` : "none";
     log(
-      `  ${last.photo} ${w}: WebP ${last.webpBytes} B SSIM ${last.webpSsim.toFixed(4)}, AVIF ${last.avifBytes} B SSIM ${last.avifSsim.toFixed(4)}`,
+      `  ${row.photo} ${w}: WebP ${row.webpBytes} B ${webpSsim.toFixed(4)}, AVIF ${row.avifBytes} B ${row.avifSsim.toFixed(4)} (same in Node: ${row.sameBytesAsServed}), from master ${row.master.ssim.toFixed(4)}; matched: hosted ${hostedMatch}, master ${masterMatch}`,
     );
   }
   return rows;
 }
 
 export async function measureBytes(server) {
+  const probe = await createQualityProbe();
   const rows = [];
-  for (const file of photoFiles()) rows.push(...(await measurePhoto(server, file)));
+  for (const file of photoFiles()) rows.push(...(await measurePhoto(server, probe, file)));
   return rows;
 }
 
@@ -207,43 +204,81 @@ async function bigPhoto() {
   return images.encodeJpeg(images.photoLike(4000, 3000), 4000, 3000, { progressive: false, quality: 90 });
 }
 
-async function sharpAvif(hostedWebp, width, height) {
-  const start = performance.now();
-  const out = await sharp(hostedWebp)
-    .resize(width, height, { fit: "fill" })
-    .avif({ quality: AVIF_QUALITY, effort: SHARP_EFFORT, chromaSubsampling: "4:2:0" })
-    .toBuffer();
-  return { ms: performance.now() - start, bytes: out.length };
+/** CPU time (ms) the processes' threads have run so far (/proc/<pid>/task/<tid>/schedstat, nanoseconds). */
+function cpuMs(pids) {
+  let ns = 0;
+  for (const pid of pids)
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      } catch {
+        // a thread that ended between the listing and the read
+      }
+  return ns / 1e6;
+}
+
+/** sharp decoding the hosted WebP, resizing and encoding AVIF: wall and CPU time (this process's, all threads). */
+async function sharpAvif(hostedWebp, width, height, settings) {
+  const [start, cpu] = [performance.now(), process.cpuUsage()];
+  const out = await sharp(hostedWebp).resize(width, height, { fit: "fill" }).avif(settings).toBuffer();
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - start, cpu: (used.user + used.system) / 1000, bytes: out.length };
+}
+
+/**
+ * One round at one width: the Worker's first AVIF (wall; its converter's CPU), sharp's at both settings, and
+ * the two encoders alone on the converter's pixels.
+ */
+async function coldRound(server, probe, hosted, hostedBytes, width) {
+  const converter = workerdProcesses(server, "converter")
+    .filter((p) => p.role === "worker")
+    .map((p) => p.pid);
+  const cpuBefore = cpuMs(converter);
+  const worker = await timedGet(`${hosted.file_url}?width=${width}&format=avif`);
+  const workerCpu = cpuMs(converter) - cpuBefore;
+  const { width: w, height: h } = await sharp(worker.bytes).metadata();
+  const native = await sharpAvif(hostedBytes, w, h, SHARP_AVIF);
+  const before = await sharpAvif(hostedBytes, w, h, SHARP_BEFORE);
+  const same = await sameInputEncodes(probe, hostedBytes, w, h, SHARP_AVIF);
+  log(
+    `  cold AVIF ${width}: worker ${num(worker.ms)} ms (converter CPU ${num(workerCpu)}), sharp ${num(native.ms)} ms (CPU ${num(native.cpu)}), sharp tune auto ${num(before.ms)} ms; same pixels: WASM CPU ${num(same.wasm.cpu)} ${same.wasm.bytes} B, sharp CPU ${num(same.native.cpu)} ${same.native.bytes} B`,
+  );
+  return { worker, workerCpu, height: h, native, before, same };
 }
 
 export async function measureCold(server, jpeg) {
   // The isolate's first AVIF creates the encoder: not timed.
   const first = await host(server, jpeg, "photo.jpg", "image/jpeg");
   await timedGet(`${first.file_url}?width=320&format=avif`);
+  const probe = await createQualityProbe();
   const rows = new Map(COLD_WIDTHS.map((width) => [width, []]));
   for (let round = 0; round < COLD_ROUNDS; round++) {
     const hosted = await host(server, jpeg, "photo.jpg", "image/jpeg");
     const { bytes: hostedBytes } = await timedGet(hosted.file_url);
-    for (const width of COLD_WIDTHS) {
-      const worker = await timedGet(`${hosted.file_url}?width=${width}&format=avif`);
-      const { width: w, height: h } = await sharp(worker.bytes).metadata();
-      const native = await sharpAvif(hostedBytes, w, h);
-      rows
-        .get(width)
-        .push({ worker: worker.ms, sharp: native.ms, height: h, bytes: worker.bytes.length, sharpBytes: native.bytes });
-      log(`  cold AVIF ${width}: worker ${num(worker.ms)} ms, sharp ${num(native.ms)} ms`);
-    }
+    for (const width of COLD_WIDTHS) rows.get(width).push(await coldRound(server, probe, hosted, hostedBytes, width));
   }
   return COLD_WIDTHS.map((width) => {
     const runs = rows.get(width);
+    const of = (pick) => stats(runs.map(pick));
     return {
       width,
       height: runs[0].height,
-      worker: stats(runs.map((r) => r.worker)),
-      sharp: stats(runs.map((r) => r.sharp)),
-      ratio: stats(runs.map((r) => r.worker / r.sharp)),
-      bytes: runs[0].bytes,
-      sharpBytes: runs[0].sharpBytes,
+      worker: of((r) => r.worker.ms),
+      workerCpu: of((r) => r.workerCpu),
+      sharp: of((r) => r.native.ms),
+      sharpCpu: of((r) => r.native.cpu),
+      before: of((r) => r.before.ms),
+      ratio: of((r) => r.worker.ms / r.native.ms),
+      cpuRatio: of((r) => r.workerCpu / r.native.cpu),
+      ratioBefore: of((r) => r.worker.ms / r.before.ms),
+      wasmCpu: of((r) => r.same.wasm.cpu),
+      nativeCpu: of((r) => r.same.native.cpu),
+      encoderRatio: of((r) => r.same.wasm.cpu / r.same.native.cpu),
+      bytes: runs[0].worker.bytes.length,
+      wasmBytes: runs[0].same.wasm.bytes,
+      nativeBytes: runs[0].same.native.bytes,
+      sharpBytes: runs[0].native.bytes,
+      beforeBytes: runs[0].before.bytes,
     };
   });
 }
@@ -284,61 +319,8 @@ export async function measureWarm(server, jpeg) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The placeholder's cost, and the converter's memory
+// The converter's memory
 // ---------------------------------------------------------------------------------------------
-
-/** The placeholder code of both Workers, bundled for Node. */
-async function placeholderCode() {
-  const bundled = await build({
-    stdin: {
-      contents: `export { placeholderOf } from "./converter/src/convert/placeholder.ts";
-export { placeholderUrl } from "./src/uploads/placeholder-url.ts";`,
-      resolveDir: projectRoot,
-      loader: "ts",
-    },
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    write: false,
-  });
-  const code = bundled.outputFiles[0].text;
-  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
-}
-
-export async function measurePlaceholder() {
-  const { placeholderOf, placeholderUrl } = await placeholderCode();
-  const images = await loadImageHelpers();
-  const [width, height] = [2560, 1920];
-  const photo = images.photoLike(width, height);
-  const rgba = new Uint8Array(width * height * 4);
-  for (let i = 0, j = 0; i < rgba.length; i += 4, j += photo.length === rgba.length ? 4 : 3) {
-    rgba.set(photo.subarray(j, j + 3), i);
-    rgba[i + 3] = 255;
-  }
-  const converter = [];
-  const api = [];
-  let made;
-  for (let run = 0; run < PLACEHOLDER_RUNS + 10; run++) {
-    const start = performance.now();
-    made = placeholderOf(rgba, width, height);
-    const middle = performance.now();
-    const url = placeholderUrl(made.placeholder);
-    const end = performance.now();
-    if (run >= 10) {
-      converter.push(middle - start);
-      api.push(end - middle);
-    }
-    if (url.length > 1000) throw new Error(`placeholder_url of ${url.length} characters`);
-  }
-  const sorted = (values) => [...values].sort((a, b) => a - b);
-  return {
-    converter: stats(converter),
-    api: stats(api),
-    total: stats(converter.map((value, i) => value + api[i])),
-    p95: percentile(sorted(converter.map((value, i) => value + api[i])), 95),
-    urlLength: placeholderUrl(made.placeholder).length,
-  };
-}
 
 export async function measureMemory(server, jpeg) {
   const inspector = await connectInspector(server, { which: "converter" });
@@ -360,16 +342,27 @@ export async function measureMemory(server, jpeg) {
   }
 }
 
+const PARTS = ["placeholder", "memory", "bytes", "cold", "warm"];
+/** `--parts=bytes,cold` runs those alone (and writes nothing to docs/benchmarks.md). */
+const parts =
+  process.argv
+    .find((arg) => arg.startsWith("--parts="))
+    ?.slice(8)
+    .split(",") ?? PARTS;
+
 export async function measureAvif(server) {
   const jpeg = await bigPhoto();
-  const placeholder = await step("AVIF: placeholder cost", 60_000, measurePlaceholder);
-  log(`  placeholder: ${JSON.stringify(placeholder)}`);
-  const memory = await step("AVIF: converter memory", 3 * 60_000, () => measureMemory(server, jpeg));
-  log(`  memory: ${JSON.stringify(memory)}`);
-  const bytes = await step("AVIF: bytes at matched quality", 10 * 60_000, () => measureBytes(server));
-  const cold = await step("AVIF: cold beside sharp", 6 * 60_000, () => measureCold(server, jpeg));
-  const warm = await step("AVIF: warm beside ping", 3 * 60_000, () => measureWarm(server, jpeg));
-  return { bytes, cold, warm, placeholder, memory };
+  const result = { load: [loadavg()[0]] };
+  const run = async (part, name, minutes, fn) => {
+    if (parts.includes(part)) result[part] = await step(`AVIF: ${name}`, minutes * 60_000, fn);
+  };
+  await run("placeholder", "placeholder cost", 1, measurePlaceholder);
+  await run("memory", "converter memory", 3, () => measureMemory(server, jpeg));
+  await run("bytes", "bytes at matched quality", 45, () => measureBytes(server));
+  await run("cold", "cold beside sharp", 8, () => measureCold(server, jpeg));
+  await run("warm", "warm beside ping", 3, () => measureWarm(server, jpeg));
+  result.load.push(loadavg()[0]);
+  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,54 +373,69 @@ const kib = (bytes) => `${num(bytes / 1024)} KiB`;
 const mib = (bytes) => `${num(bytes / 1024 / 1024)} MiB`;
 const pct = (value) => `${Math.round(value * 100)} %`;
 
-function bytesTable(rows) {
-  const saved = (row) => 1 - row.avifBytes / row.webpBytes;
-  const met = rows.filter((row) => row.avifSsim >= row.webpSsim && saved(row) >= AVIF_GOALS.bytesSaved).length;
-  const totals = rows.reduce((t, row) => [t[0] + row.webpBytes, t[1] + row.avifBytes], [0, 0]);
-  const mean = (pick) => rows.reduce((sum, row) => sum + pick(row), 0) / rows.length;
+function bytesPart(rows) {
+  const sweep = rows[0].sweep.map(({ quality, speed }) => `${quality}/${speed}`).join(", ");
   return [
-    table(
-      ["Photo", "Width", "WebP", "SSIM", "AVIF", "SSIM", "AVIF encoded at", "Bytes saved"],
-      [1, 2, 3, 4, 5, 7],
-      rows.map((row) => [
-        row.photo,
-        `${row.width} × ${row.height}`,
-        kib(row.webpBytes),
-        row.webpSsim.toFixed(4),
-        kib(row.avifBytes),
-        row.avifSsim.toFixed(4),
-        row.avifEncoded,
-        pct(saved(row)),
-      ]),
-    ),
+    `**Bytes at matched quality**: every width of each photo's srcset and its full size, read as WebP (the converter's: quality 80, method 2; widths re-encoded from the hosted WebP) and as AVIF (libavif + libaom, quality ${SERVICE_AVIF.quality}, speed ${SERVICE_AVIF.speed}, from the hosted WebP decoded at the AVIF's size), SSIM on luma (8 × 8 windows every 4 px) of each against the master scaled to the row's size with lanczos3 (an AVIF encoded smaller scaled back up first). Beside them, in this Node process: the same avif_enc.wasm fed the pixels the converter hands it (its own \`encodeHostedAvif\` bundled with esbuild, the encoder swapped for one that keeps its input) or the master's (lanczos3 to the AVIF's size). *Source*: SSIM of the hosted WebP as decoded for the AVIF, the best any AVIF made from it can do. *Matched*: the lowest quality (speed ${SERVICE_AVIF.speed}) whose SSIM ≥ the WebP's, by bisection over 0–100, with its bytes saved against the WebP; "—" when the source itself is no closer than the WebP. Cells: bytes · SSIM.`,
     "",
-    `All: WebP ${kib(totals[0])}, AVIF ${kib(totals[1])} (${pct(1 - totals[1] / totals[0])} fewer bytes); mean SSIM WebP ${mean((row) => row.webpSsim).toFixed(4)}, AVIF ${mean((row) => row.avifSsim).toFixed(4)}. Rows meeting the goal (AVIF SSIM ≥ WebP's and ≥ ${pct(AVIF_GOALS.bytesSaved)} fewer bytes): ${met} of ${rows.length}.`,
+    qualityTable(rows),
+    "",
+    qualitySummary(rows),
+    "",
+    `**One setting for every row** (from the hosted WebP, as served; quality, speed: ${sweep}). Widths apart from full size: at full size the hosted WebP is the WebP served, so no AVIF made from it is closer to the master.`,
+    "",
+    sweepTable(rows),
   ].join("\n");
 }
 
-export function avifSection({ bytes, cold, warm, placeholder, memory }, facts) {
+function coldPart(cold) {
+  const size = (row) => `${row.width} × ${row.height}`;
   return [
-    `Measured ${machineLine(facts)}.`,
-    "",
-    `**Bytes at matched quality** (WebP: the converter's, quality 80, method 2; AVIF: libaom speed 8, quality ${AVIF_QUALITY}, both made from the hosted WebP; SSIM on luma against the master scaled to each size with lanczos3):`,
-    "",
-    bytesTable(bytes),
-    "",
-    `**Cold** first \`?width=N&format=avif\` of a freshly hosted 2560 × 1920 photo (from the client, ${COLD_ROUNDS} rounds each a new upload) beside sharp decoding the same hosted WebP, resizing and encoding AVIF at quality ${AVIF_QUALITY}, effort ${SHARP_EFFORT} (libaom cpu-used 8), one thread. Goal ≤ ${AVIF_GOALS.coldVsSharp}×. Median (min–max), ms.`,
+    `**Cold**: the first \`?width=N&format=avif\` of a freshly hosted 2560 × 1920 photo (timed from the client; ${COLD_ROUNDS} rounds, each a new upload, after one untimed AVIF that creates the encoder) beside sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}, libheif ${sharp.versions.heif}, libaom ${sharp.versions.aom}) decoding the same hosted WebP, resizing to the same size and encoding AVIF at the converter's settings: quality ${SHARP_AVIF.quality} (libheif's cq-level formula is libavif's), effort ${SHARP_AVIF.effort} (libaom speed 9 − effort = ${SERVICE_AVIF.speed}), 4:2:0, 8 bits, tune ssim (what libavif as @jsquash builds it sets at quality ≥ 50), one thread (\`sharp.concurrency(1)\`: libvips passes libheif threads = 1, so libaom runs without row-mt; the Worker's encoder is a one-thread WebAssembly build, libaom 3.7.0). *Before*: sharp's default tune ("auto", libaom's IQ tune here), what this bench compared against first. Goal ≤ ${AVIF_GOALS.coldVsSharp}× (wall). Median (min–max), ms.`,
     "",
     table(
-      ["Width", "Worker, first request", "sharp", "Worker / sharp", "Bytes (Worker)", "Bytes (sharp)"],
+      ["Width", "Worker", "sharp", "Worker / sharp", "sharp before", "Worker / sharp before"],
       [1, 2, 3, 4, 5],
       cold.map((row) => [
-        `${row.width} × ${row.height}`,
+        size(row),
         spread(row.worker),
         spread(row.sharp),
         spread(row.ratio, times),
-        kib(row.bytes),
-        kib(row.sharpBytes),
+        spread(row.before),
+        spread(row.ratioBefore, times),
       ]),
     ),
     "",
+    "CPU time of the same rounds (what a busy machine does not stretch): the converter's workerd process (every thread, /proc schedstat) against sharp's (`process.cpuUsage`); then the two encoders alone on the same input, the pixels the converter hands its encoder (its own code in Node, as in the bytes part): the same avif_enc.wasm in Node's V8 against sharp's native libaom.",
+    "",
+    table(
+      [
+        "Width",
+        "Converter CPU",
+        "sharp CPU",
+        "CPU / CPU",
+        "Encode only: WASM",
+        "sharp",
+        "WASM / sharp",
+        "Bytes: Worker, sharp, same pixels (WASM, sharp), before",
+      ],
+      [1, 2, 3, 4, 5, 6, 7],
+      cold.map((row) => [
+        size(row),
+        spread(row.workerCpu),
+        spread(row.sharpCpu),
+        spread(row.cpuRatio, times),
+        spread(row.wasmCpu),
+        spread(row.nativeCpu),
+        spread(row.encoderRatio, times),
+        [row.bytes, row.sharpBytes, row.wasmBytes, row.nativeBytes, row.beforeBytes].map(kib).join(", "),
+      ]),
+    ),
+  ].join("\n");
+}
+
+function warmPart(warm) {
+  return [
     `**Warm** \`?width=640&format=avif\` beside \`GET /api/v1/_dev/ping\`; autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per route and round, ${WARM_ROUNDS} rounds. Goal ≥ ${pct(AVIF_GOALS.warmThroughputShare)} of ping's throughput.`,
     "",
     table(
@@ -438,9 +446,11 @@ export function avifSection({ bytes, cold, warm, placeholder, memory }, facts) {
         ["`?width=640&format=avif`, warm", spread(warm.avifRps), spread(warm.avifP50), spread(warm.share, pct)],
       ],
     ),
-    "",
-    `**Placeholder per complete** (2560 × 1920 target, ${PLACEHOLDER_RUNS} runs after 10 untimed): the converter's ThumbHash and colour ${spread(placeholder.converter)} ms, the API's placeholder_url ${spread(placeholder.api)} ms, together ${spread(placeholder.total)} ms (p95 ${num(placeholder.p95)} ms); placeholder_url ${placeholder.urlLength} characters. Goal ≤ ${AVIF_GOALS.placeholderMs} ms.`,
-    "",
+  ].join("\n");
+}
+
+function memoryPart(memory) {
+  return [
     "**Converter isolate memory** (peak = sampled JS heap + ArrayBuffers, plus every WebAssembly memory after):",
     "",
     table(
@@ -451,15 +461,36 @@ export function avifSection({ bytes, cold, warm, placeholder, memory }, facts) {
   ].join("\n");
 }
 
+export function avifSection(result, facts) {
+  const writers = {
+    bytes: bytesPart,
+    cold: coldPart,
+    warm: warmPart,
+    placeholder: placeholderPart,
+    memory: memoryPart,
+  };
+  const [start, end] = result.load.map((value) => value.toFixed(1));
+  return [
+    `Measured ${machineLine(facts)}. Method: \`wrangler dev\` on 127.0.0.1, both Workers; \`npm run bench:avif\` (photos: the corpus's and, with \`BENCH_PHOTOS\`, scikit-image's samples). The machine is 2 shared vCPUs with other work running (1-minute load average ${start} at the start, ${end} at the end): absolute times are this machine's on a busy day, ratios are paired per round, and the bytes and SSIM do not depend on load.`,
+    ...["bytes", "cold", "warm", "placeholder", "memory"]
+      .filter((part) => result[part])
+      .flatMap((part) => ["", writers[part](result[part])]),
+  ].join("\n");
+}
+
+const avifHeading = "## 12. AVIF and placeholders";
+
 if (isMain(import.meta.url)) {
-  installWatchdog(30 * 60_000);
+  installWatchdog(70 * 60_000);
   await runMain(async () => {
     const facts = await machineFacts();
     const { stores, tokens } = benchFixture();
-    const result = await step("AVIF and placeholders", 28 * 60_000, () =>
+    const result = await step("AVIF and placeholders", 65 * 60_000, () =>
       withBenchServer({ fixture: { stores, tokens } }, measureAvif),
     );
-    console.log(`\n## AVIF and placeholders\n\n${avifSection(result, facts)}\n`);
+    const section = avifSection(result, facts);
+    console.log(`\n${avifHeading}\n\n${section}\n`);
     console.log(JSON.stringify(result));
+    if (parts.length === PARTS.length) await writeBlock("bench-avif", avifHeading, section);
   });
 }
