@@ -303,7 +303,7 @@ export interface paths {
     put?: never;
     /**
      * Complete an upload
-     * @description Hosts the stored bytes and answers the hosted file result. A multipart upload's parts are assembled first; while any is missing the answer is 409 saying how many. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (at most `MAX_IMAGE_EDGE` px on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (60 completes per minute per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare).
+     * @description Hosts the stored bytes and answers the hosted file result. A multipart upload's parts are assembled first; while any is missing the answer is 409 saying how many. The kind is sniffed from the bytes: still images prepared as `image` are converted to WebP (scaled down to `MAX_IMAGE_EDGE` on the long edge), animated images and videos are hosted unchanged, `file` uploads are private. Checks: 401 → store → 403 → 429 (`COMPLETE_LIMIT_PER_MINUTE` per store) → 400 → 404 → 410 → 409 → 422 (bytes cannot be hosted, or the size is outside the store's upload limit, which may have been lowered since prepare). The limits' values: docs/limits.md in the service's repository.
      */
     post: operations["completeMediaUpload"];
     delete?: never;
