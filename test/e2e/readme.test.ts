@@ -1,11 +1,11 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
-import { demoPublished, demoStoreId, demoToken } from "../support/demo";
-import { expectStatus } from "../support/responses";
+import { demo, demoPublished, demoStoreId, demoToken } from "../support/demo";
+import { expectJson, expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
 const run = promisify(execFile);
@@ -18,7 +18,7 @@ const readmeApi = "http://127.0.0.1:8787/api/v1";
 const marker = "<!-- tested: test/e2e/readme.test.ts -->";
 
 /**
- * The fenced block right below each line that is the marker comment alone (the testing section names the
+ * The fenced block right below each line that is the marker comment alone (docs/development.md names the
  * marker in its prose, which is not a mark), in order, with its language.
  */
 function testedBlocks(): { language: string; body: string }[] {
@@ -43,8 +43,62 @@ async function bash(script: string): Promise<string> {
 }
 
 describe("the README's snippets, run as written against wrangler dev", () => {
-  it("marks the two snippets it tests: what npm run dev prints and the three-step upload", () => {
-    expect(testedBlocks().map((block) => block.language)).toEqual(["text", "sh"]);
+  it("marks the three snippets it tests: what npm run dev prints, the read and the three-step upload", () => {
+    expect(testedBlocks().map((block) => block.language)).toEqual(["text", "sh", "sh"]);
+  });
+
+  it("starts with exactly the two set-up commands: run the service with demo data, run every test", () => {
+    const opening = /^# [^\n]+\n\n```sh\n([\s\S]*?)\n```\n/.exec(readme)?.[1] ?? "";
+    const commands = opening.split("\n").map((line) => line.replace(/\s+#.*$/, ""));
+    expect(commands).toEqual(["npm install && npm run dev", "npm install && npm test"]);
+    expect(JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).scripts).toMatchObject({
+      dev: expect.any(String),
+      test: expect.any(String),
+    });
+  });
+
+  it("its first figures are what the demo token sees: its products, their cross-sells, its subscriptions", async () => {
+    const figures =
+      /\*\*(\d+) products\*\* \((\d+) published,\s+(\d+) draft[^)]*,\s+(\d+) archived\), \*\*(\d+) cross-sells\*\*[^*]*\*\*(\d+) subscriptions\*\*,\s+(\d+) of them active/.exec(
+        readme,
+      );
+    expect(figures, "the README's figures of the demo token").not.toBeNull();
+    const [products, published, drafts, archived, crossSells, subscriptions, active] = (figures ?? [])
+      .slice(1)
+      .map(Number);
+    // Every figure is counted before anything is compared, so a mismatch shows them all.
+    const storeProducts = demo.products.filter((candidate) => candidate.store_id === demoStoreId);
+    const count = (status: string) => storeProducts.filter((candidate) => candidate.status === status).length;
+    const headers = { Authorization: `Bearer ${demoToken}` };
+    const listed = await Promise.all(
+      storeProducts.map(async (candidate) => {
+        const response = await fetch(`${baseUrl}/api/v1/products/${candidate.id}/cross-sells?per_page=100`, {
+          headers,
+        });
+        // An archived product is not found, like an unknown one (docs/api.md, "Products and drafts").
+        if (candidate.status === "archived") {
+          await expectStatus(response, 404);
+          return 0;
+        }
+        return (await expectJson<{ pagination: { total: number } }>(response, 200)).pagination.total;
+      }),
+    );
+    const total = async (query: string) =>
+      (
+        await expectJson<{ pagination: { total: number } }>(
+          await fetch(`${baseUrl}/api/v1/subscriptions?${query}`, { headers }),
+          200,
+        )
+      ).pagination.total;
+    expect({ products, published, drafts, archived, crossSells, subscriptions, active }).toEqual({
+      products: storeProducts.length,
+      published: count("published"),
+      drafts: count("draft"),
+      archived: count("archived"),
+      crossSells: listed.reduce((sum, listTotal) => sum + listTotal, 0),
+      subscriptions: await total("per_page=1"),
+      active: await total("per_page=1&status=active"),
+    });
   });
 
   it('the curl calls npm run dev prints: a product, its cross-sells, a publish, the events it made ("Try:")', async () => {
@@ -73,8 +127,24 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     expect(sent.items).toContainEqual(expect.objectContaining({ type: "product.published", product_id: product.id }));
   });
 
-  it("the three-step upload: a reservation, an empty PUT, the hosted WebP (only the API line changed)", async () => {
+  it("the read: the demo token's subscriptions two to a page, newest first, with the total the README states", async () => {
     const snippet = testedBlocks()[1]?.body ?? "";
+    expect(snippet.split("\n")).toHaveLength(1);
+    expect(snippet).toContain(readmeApi);
+    const answer = JSON.parse(await bash(snippet.replaceAll(readmeApi, `${baseUrl}/api/v1`))) as {
+      items: { created_at: string }[];
+      pagination: unknown;
+    };
+    // "It prints {"items":[…],"pagination":{"current_page":1,"total_pages":150,"per_page":2,"total":300}}"
+    const printed = /"pagination":(\{[^}]*\})\}`/.exec(readme)?.[1] ?? "";
+    expect(answer.pagination).toEqual(JSON.parse(printed));
+    expect(answer.items).toHaveLength(2);
+    const created = answer.items.map((item) => item.created_at);
+    expect(created).toEqual([...created].sort().reverse());
+  });
+
+  it("the three-step upload: a reservation, an empty PUT, the hosted WebP (only the API line changed)", async () => {
+    const snippet = testedBlocks()[2]?.body ?? "";
     const lines = snippet.split("\n");
     const apiLine = lines.findIndex((line) => line.startsWith(`API=${readmeApi} `));
     expect(apiLine).toBe(0);
@@ -121,5 +191,75 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     const file = await fetch(hosted.file_url);
     await expectStatus(file, 200);
     expect(file.headers.get("Content-Type")).toBe("image/webp");
+  });
+});
+
+/** A Markdown page's headings as GitHub anchors them, outside fenced blocks. */
+function anchors(markdown: string): Set<string> {
+  const outside = markdown.replace(/^```[\s\S]*?^```/gm, "");
+  const headings = [...outside.matchAll(/^#{1,6} (.+)$/gm)].map(([, heading]) => heading ?? "");
+  return new Set(
+    headings.map((heading) =>
+      heading
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}_\- ]/gu, "")
+        .replaceAll(" ", "-"),
+    ),
+  );
+}
+
+describe("the README as a front door, and the pages it leads to", () => {
+  const docs = readdirSync(join(repositoryRoot, "docs")).filter((name) => name.endsWith(".md"));
+
+  it("is at most 200 lines", () => {
+    expect(readme.split("\n").length).toBeLessThanOrEqual(200);
+  });
+
+  it("indexes every page of docs/", () => {
+    const index = readme.slice(readme.indexOf("\n## Documentation\n"));
+    expect(index.length).toBeLessThan(readme.length);
+    for (const page of docs) expect(index).toContain(`](docs/${page})`);
+  });
+
+  it("every relative link of the README and of docs/ names a file that exists, and a heading it has", () => {
+    const pages = ["README.md", ...docs.map((page) => `docs/${page}`)];
+    const broken = pages.flatMap((page) => {
+      const text = readFileSync(join(repositoryRoot, page), "utf8").replace(/^```[\s\S]*?^```/gm, "");
+      return [...text.matchAll(/\]\(([^)\s]+)\)/g)].flatMap(([, target = ""]) => {
+        if (/^[a-z]+:/.test(target)) return [];
+        const [path = "", anchor] = target.split("#");
+        const file = path === "" ? page : posix.join(posix.dirname(page), path);
+        if (!existsSync(join(repositoryRoot, file))) return [`${page}: ${target} (no such file)`];
+        if (anchor && file.endsWith(".md") && !anchors(readFileSync(join(repositoryRoot, file), "utf8")).has(anchor))
+          return [`${page}: ${target} (no such heading)`];
+        return [];
+      });
+    });
+    expect(broken).toEqual([]);
+  });
+
+  it("the layout map names only folders and files that exist", () => {
+    const table = readme.slice(readme.indexOf("| Rule or feature | Where |"), readme.indexOf("\n## Documentation\n"));
+    const rows = table.split("\n").filter((line) => line.startsWith("| ") && !line.startsWith("| Rule or feature"));
+    expect(rows.length).toBeGreaterThan(20);
+    const roots = /^(src|converter|test|scripts|openapi|migrations|fixtures|\.ci)\/|^[\w.-]+\.(toml|example)$/;
+    const missing = rows.flatMap((row) => {
+      const where = row.split(" | ")[1] ?? "";
+      let folder = "";
+      return [...where.matchAll(/`([^`]+)`/g)].flatMap(([, token = ""]) => {
+        // Placeholders and globs (`test/<feature>/`, `bench*.mjs`) name no one file.
+        if (/[<*\s]/.test(token)) return [];
+        // A name without its folder is in the folder named last, or beside it (`prepare/`, `put/`).
+        const candidates = roots.test(token)
+          ? [token]
+          : [posix.join(folder, token), posix.join(posix.dirname(folder), token)];
+        const path = candidates.find((candidate) => existsSync(join(repositoryRoot, candidate)));
+        if (path === undefined) return [`${token} (in ${folder || "the repository"})`];
+        if (path.endsWith("/")) folder = path;
+        return [];
+      });
+    });
+    expect(missing).toEqual([]);
   });
 });
