@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { webhookEventStatuses, webhookEventTypes } from "../db/schema";
 import { isWebhookSecret } from "../events/signing";
 import { abilities } from "../http/auth";
+import { uuidSource } from "../lib/ids";
 import { CrossSellRecord } from "../products/cross-sells/resource";
 import { Player } from "../products/draft-document";
 import { CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
@@ -141,14 +143,77 @@ const FixtureSubscription = z.object({
   created_at: time.optional(),
 });
 
+/** One line of an event's attempt log, timed from the event's creation (as the retry schedule counts). */
+const FixtureAttempt = z
+  .object({
+    after_seconds: z.number().min(0),
+    response_status: z.number().int().min(100).max(599).nullable(),
+    error: z.string().min(1).nullable().default(null),
+    duration_ms: z.number().int().min(0),
+  })
+  .refine((attempt) => (attempt.response_status === null) !== (attempt.error === null), {
+    message: "An attempt has either a response_status (an answer) or an error (no answer).",
+  });
+
+const answeredOk = (status: number | null) => status !== null && status >= 200 && status < 300;
+
+/**
+ * An event as the delivery left it after its attempts: delivered (the last answered 2xx), failed, or pending
+ * its next attempt (`next_attempt_after_seconds`; nothing enqueues it, the sweep sends it once overdue). Its
+ * times are either `created_at` or `age_seconds` before the load (events older than the retention are
+ * hidden, so a document loaded again and again keeps its log visible with an age); neither means the load
+ * time. Attempts and the next one are timed from the event's creation.
+ */
+const FixtureWebhookEvent = z
+  .object({
+    id: z
+      .string()
+      .regex(new RegExp(`^evt_${uuidSource}$`, "i"), "An event id is evt_ followed by a UUID.")
+      .transform((value) => value.toLowerCase()),
+    store_id: id,
+    product_id: id,
+    type: z.enum(webhookEventTypes),
+    url: z.url(),
+    status: z.enum(webhookEventStatuses),
+    /** The body's `data`; left out of a `product.published` event, it is the live product at the load. */
+    data: z.record(z.string(), z.unknown()).optional(),
+    created_at: time.optional(),
+    age_seconds: z.number().min(0).optional(),
+    attempt_log: z.array(FixtureAttempt).default([]),
+    next_attempt_after_seconds: z.number().min(0).optional(),
+  })
+  .superRefine((event, ctx) => {
+    const issue = (message: string, path: (string | number)[]) => ctx.addIssue({ code: "custom", message, path });
+    if (event.created_at !== undefined && event.age_seconds !== undefined)
+      issue("Give created_at or age_seconds, not both.", ["age_seconds"]);
+    if (event.data === undefined && event.type !== "product.published")
+      issue("Only a product.published event may leave its data out.", ["data"]);
+    event.attempt_log.forEach((attempt, index) => {
+      const before = event.attempt_log[index - 1];
+      if (before && attempt.after_seconds < before.after_seconds)
+        issue("Attempts are in the order they were made.", ["attempt_log", index, "after_seconds"]);
+    });
+    const last = event.attempt_log.at(-1);
+    if (event.status !== "pending" && !last) issue("A delivered or failed event has an attempt.", ["attempt_log"]);
+    if (last && answeredOk(last.response_status) !== (event.status === "delivered"))
+      issue("A delivered event's last attempt answered 2xx; a failed or pending one's did not.", ["status"]);
+    const next = event.next_attempt_after_seconds;
+    if ((event.status === "pending") !== (next !== undefined))
+      issue("A pending event, and only one, has its next_attempt_after_seconds.", ["next_attempt_after_seconds"]);
+    if (next !== undefined && last && next < last.after_seconds)
+      issue("The next attempt comes after the last one.", ["next_attempt_after_seconds"]);
+  });
+
 /** The whole fixture document; every section may be omitted. */
 export const FixtureDocument = z.object({
   stores: z.array(FixtureStore).default([]),
   tokens: z.array(FixtureToken).default([]),
   products: z.array(FixtureProduct).default([]),
   subscriptions: z.array(FixtureSubscription).default([]),
+  webhook_events: z.array(FixtureWebhookEvent).default([]),
 });
 export type FixtureDocument = z.infer<typeof FixtureDocument>;
 export type FixtureProduct = z.infer<typeof FixtureProduct>;
 export type FixtureVariant = z.infer<typeof FixtureVariant>;
+export type FixtureWebhookEvent = z.infer<typeof FixtureWebhookEvent>;
 export type FixtureDocumentInput = z.input<typeof FixtureDocument>;

@@ -20,6 +20,7 @@ import type { DraftDocument, DraftVariant, StoredCustomField } from "../products
 import { replaceProductContent } from "../products/persist";
 import { type CustomField, ProductAttributes, VariantAttributes } from "../products/resource";
 import { subscriptionSearchText } from "../subscriptions/resource";
+import { eventStatements, fillPublishedBodies } from "./fixture-events";
 import type { FixtureDocument, FixtureProduct, FixtureVariant } from "./fixture-schema";
 
 const epoch = new Date(0);
@@ -98,6 +99,9 @@ function referenceErrors(document: FixtureDocument, stored: ReadonlySet<string>)
   document.subscriptions.forEach((subscription, i) => {
     if (!known.has(subscription.store_id)) add(`subscriptions.${i}.store_id`, unknownStore);
   });
+  document.webhook_events.forEach((event, i) => {
+    if (!known.has(event.store_id)) add(`webhook_events.${i}.store_id`, unknownStore);
+  });
 
   const slugs = new Map<string, number>();
   document.products.forEach((product, i) => {
@@ -109,6 +113,7 @@ function referenceErrors(document: FixtureDocument, stored: ReadonlySet<string>)
     stores: document.stores,
     products: document.products,
     subscriptions: document.subscriptions,
+    webhook_events: document.webhook_events,
   })) {
     const ids = new Set<string>();
     items.forEach((item, i) => {
@@ -127,7 +132,10 @@ type LoadedCounts = {
   subscriptions: number;
 };
 
-/** Every store the document names: its own stores and those its tokens, products and subscriptions refer to. */
+/**
+ * Every store the document names: its own stores and those its tokens, products, subscriptions and webhook
+ * events refer to.
+ */
 function namedStores(document: FixtureDocument): string[] {
   return [
     ...new Set([
@@ -135,6 +143,7 @@ function namedStores(document: FixtureDocument): string[] {
       ...document.tokens.flatMap((token) => token.store_ids),
       ...document.products.map((product) => product.store_id),
       ...document.subscriptions.map((subscription) => subscription.store_id),
+      ...document.webhook_events.map((event) => event.store_id),
     ]),
   ];
 }
@@ -202,10 +211,12 @@ async function runFixtureBatch(db: Database, statements: BatchItem<"sqlite">[]) 
  * cross-sells, courses and draft. Throws a 422 and writes nothing when the document's references do not hold.
  *
  * Stores, tokens, the directory and the fake platform's accounts go to the global database; each store's
- * own rows (its home copy of the store row, secret, products, subscriptions) to its home (docs/scaling.md).
- * Each database's part is one atomic batch; the homes are written first, the global database last, so a
- * document refused by a home (a slug held by a product outside it) publishes no store or token. A document
- * whose stores live in several homes is atomic per home only.
+ * own rows (its home copy of the store row, secret, products, subscriptions, webhook events) to its home
+ * (docs/scaling.md). Each database's part is one atomic batch; the homes are written first, the global
+ * database last, so a document refused by a home (a slug held by a product outside it) publishes no store
+ * or token. A document whose stores live in several homes is atomic per home only. Last, the
+ * `product.published` events given without `data` get their body from the product as loaded
+ * (fixture-events.ts).
  */
 export async function loadFixtures(homes: Homes, document: FixtureDocument, now = new Date()): Promise<LoadedCounts> {
   const { stored, homeOf, placed } = await placeStores(homes, document, now);
@@ -242,9 +253,12 @@ export async function loadFixtures(homes: Homes, document: FixtureDocument, now 
   // Subscriptions by store, so each store's go in multi-row statements.
   const subscriptionsByStore = Map.groupBy(document.subscriptions, (subscription) => subscription.store_id);
   for (const [storeId, list] of subscriptionsByStore) add(storeId, (db) => subscriptionStatements(db, list, now));
+  const eventsByStore = Map.groupBy(document.webhook_events, (event) => event.store_id);
+  for (const [storeId, list] of eventsByStore) add(storeId, (db) => eventStatements(db, list, now));
 
   await Promise.all([...byHome].map(([home, statements]) => runFixtureBatch(homes.home(home), statements)));
   await runFixtureBatch(global, globalStatements);
+  await fillPublishedBodies((storeId) => homes.home(homeOf(storeId)), document.webhook_events, now);
 
   return {
     stores: document.stores.length,
