@@ -29,3 +29,18 @@ export const demoDrafted = present(
   demo.products.find((product): product is Extract<typeof product, { draft: object }> => "draft" in product),
   "a product with a draft",
 );
+
+/** The demo store's webhook events, newest first (as GET /webhook-events lists them): their log before any publish. */
+export const demoEvents = demo.webhook_events;
+
+/** The demo's newest delivered event. */
+export const demoDeliveredEvent = present(
+  demoEvents.find((event) => event.status === "delivered"),
+  "a delivered webhook event",
+);
+
+/** The demo's newest failed event. */
+export const demoFailedEvent = present(
+  demoEvents.find((event) => event.status === "failed"),
+  "a failed webhook event",
+);
