@@ -15,21 +15,18 @@ import {
   benchFixture,
   benchIds,
   call,
-  installWatchdog,
   isMain,
   log,
-  machineFacts,
   machineLine,
   num,
   percentile,
   publishReloadDocument,
-  runMain,
+  runParts,
   spread,
   stats,
   step,
   table,
   withBenchServer,
-  writeBlock,
 } from "./bench-lib.mjs";
 import { loadFixture } from "./dev-server.mjs";
 import { startReceiver } from "./webhook-receiver.mjs";
@@ -183,12 +180,11 @@ export function eventsSection(publish, throughput, facts) {
 
 export const eventsHeading = "## 7. Events to webhook_url";
 
-async function main() {
-  installWatchdog(20 * MINUTE);
-  const facts = await machineFacts();
+/** Publish latency and delivery throughput, on one server against a real receiver. */
+async function benchEvents() {
   const receiver = await startReceiver({ secrets: [SECRET] });
   try {
-    const { publish, throughput } = await withBenchServer(
+    return await withBenchServer(
       { fixture: { ...benchFixture(), ...publishDocument(null) }, vars: { WEBHOOK_ALLOW_HTTP: "on" } },
       async (server) => ({
         publish: await step("7a. publish, events off and on", 5 * MINUTE, () =>
@@ -197,11 +193,19 @@ async function main() {
         throughput: await step("7b. 1,000 events", 12 * MINUTE, () => measureThroughput(server, receiver)),
       }),
     );
-    await writeBlock("bench-events", eventsHeading, eventsSection(publish, throughput, facts));
-    log("wrote docs/benchmarks.md (bench-events block)");
   } finally {
     await receiver.close();
   }
 }
 
-if (isMain(import.meta.url)) runMain(main);
+/** Part 7 (events; not yet in the full run). */
+export const eventsPart = {
+  title: "7. events to webhook_url",
+  block: "bench-events",
+  heading: eventsHeading,
+  limitMs: 19 * MINUTE,
+  measure: benchEvents,
+  section: ({ publish, throughput }, facts) => eventsSection(publish, throughput, facts),
+};
+
+if (isMain(import.meta.url)) await runParts([eventsPart], { watchdogMs: 20 * MINUTE });

@@ -12,24 +12,22 @@
 // a millisecond, so the figures say what the key costs in the Worker and local D1, not from far away; the round
 // trips it adds are counted in test/http/idempotency.test.ts (docs/latency.md).
 //
-//   npm run bench:idempotency   this part alone; prints its section (docs/benchmarks.md is npm run bench's)
+//   npm run bench:idempotency   this part alone; rewrites its block of docs/benchmarks.md
 import {
-  BENCH_STORE,
-  benchFixture,
   benchIds,
   call,
-  installWatchdog,
   isMain,
   log,
-  machineFacts,
   machineLine,
   num,
-  runMain,
+  prepareAndPut,
+  productPath,
+  runParts,
   spread,
   stats,
   step,
   table,
-  withBenchServer,
+  withBenchStore,
 } from "./bench-lib.mjs";
 
 const WARMUP = 5;
@@ -80,19 +78,13 @@ async function publishOnce(server, key) {
 const pdf = new TextEncoder().encode("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
 
 async function completeOnce(server, key) {
-  const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    expected: 201,
-    body: { filename: "bench.pdf", content_type: "application/pdf", size: pdf.byteLength, type: "file" },
+  const id = await prepareAndPut(server, {
+    bytes: pdf,
+    filename: "bench.pdf",
+    contentType: "application/pdf",
+    type: "file",
   });
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: pdf,
-  });
-  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${await put.text()}`);
-  return timed(() =>
-    call(server, "POST", `/media-uploads/${reservation.id}/complete`, { expected: 201, headers: keyHeader(key) }),
-  );
+  return timed(() => call(server, "POST", `/media-uploads/${id}/complete`, { expected: 201, headers: keyHeader(key) }));
 }
 
 /** A replay of one keyed publish, against a read of the same product (the same bytes). */
@@ -107,7 +99,7 @@ async function replayAgainstRead(server) {
         throw new Error("the publish was not replayed");
       return answer;
     });
-  const read = () => timed(() => call(server, "GET", `/products/${benchIds.crossSellProduct}`));
+  const read = () => timed(() => call(server, "GET", productPath));
   const readSize = JSON.stringify((await read()).result.body).length;
   for (let i = 0; i < WARMUP; i++) {
     await replay();
@@ -169,12 +161,16 @@ export function idempotencySection(result, facts) {
   ].join("\n");
 }
 
-if (isMain(import.meta.url)) {
-  runMain(async () => {
-    installWatchdog(20 * 60_000);
-    const facts = await machineFacts();
-    const result = await withBenchServer({ fixture: benchFixture(), vars: { READ_CACHE_MS: "0" } }, measureIdempotency);
-    console.log(`\n${idempotencySection(result, facts)}\n`);
-    console.log(`(store ${BENCH_STORE}; nothing written to docs/benchmarks.md)`);
-  });
-}
+export const idempotencyHeading = "## 13. What an Idempotency-Key costs";
+
+/** Part 13: on the whole bench fixture with the kept answers off (READ_CACHE_MS=0), so every read goes to D1. */
+export const idempotencyPart = {
+  title: "13. Idempotency-Key",
+  block: "bench-idempotency",
+  heading: idempotencyHeading,
+  limitMs: 19 * 60_000,
+  measure: () => withBenchStore({ vars: { READ_CACHE_MS: "0" } }, measureIdempotency),
+  section: idempotencySection,
+};
+
+if (isMain(import.meta.url)) await runParts([idempotencyPart], { watchdogMs: 20 * 60_000 });

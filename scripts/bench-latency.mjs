@@ -9,22 +9,17 @@
 //   npm run bench:latency -- --delay=100      another injected delay
 import {
   BENCH_STORE,
-  benchFixture,
   benchIds,
   call,
-  countingEntry,
-  installWatchdog,
   isMain,
-  log,
   machineFacts,
   machineLine,
   num,
   percentile,
-  runMain,
+  runParts,
   step,
   table,
-  withBenchServer,
-  writeBlock,
+  withBenchStore,
 } from "./bench-lib.mjs";
 
 const delayArgument = process.argv.find((arg) => arg.startsWith("--delay="));
@@ -115,12 +110,11 @@ async function measure(server) {
 
 export async function benchLatency() {
   const facts = await machineFacts();
-  const fixture = benchFixture();
   const counts = await step("round trips (no injected delay)", 600_000, () =>
-    withBenchServer({ entry: countingEntry, fixture }, measure),
+    withBenchStore({ counting: true }, measure),
   );
   const delayed = await step(`injected delay ${DELAY_MS} ms`, 600_000, () =>
-    withBenchServer({ entry: countingEntry, fixture, vars: { BENCH_DELAY_MS: String(DELAY_MS) } }, measure),
+    withBenchStore({ counting: true, vars: { BENCH_DELAY_MS: String(DELAY_MS) } }, measure),
   );
   const target = DELAY_MS + WARM_SLACK_MS;
   const rows = counts.map((row, i) => {
@@ -152,15 +146,17 @@ export async function benchLatency() {
       rows,
     ),
   ].join("\n");
-  console.log(report);
   return { report, counts, delayed };
 }
 
-if (isMain(import.meta.url)) {
-  installWatchdog(30 * 60_000);
-  await runMain(async () => {
-    const { report } = await benchLatency();
-    await writeBlock("latency", "## 6. Latency from far away (round trips, injected delay)", report);
-    log("docs/benchmarks.md updated (latency block)");
-  });
-}
+/** Part 6: round trips counted on the counting Worker, then the same calls with every trip delayed. */
+export const latencyPart = {
+  title: "6. latency from far away",
+  block: "latency",
+  heading: "## 6. Latency from far away (round trips, injected delay)",
+  limitMs: 25 * 60_000,
+  measure: benchLatency,
+  section: (result) => result.report,
+};
+
+if (isMain(import.meta.url)) await runParts([latencyPart], { watchdogMs: 30 * 60_000 });

@@ -10,28 +10,10 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import {
-  installWatchdog,
-  isMain,
-  log,
-  machineFacts,
-  machineLine,
-  runMain,
-  seededRandom,
-  step,
-  withPersistedDevServer,
-  writeBlock,
-} from "./bench-lib.mjs";
-import {
-  endpointTimes,
-  loadAppQueryCode,
-  requestOnce,
-  shapes,
-  sqlTimes,
-  storeWorld,
-  subscriptionRow,
-} from "./bench-subscriptions.mjs";
+import { isMain, log, machineLine, runParts, seededRandom, withPersistedDevServer } from "./bench-lib.mjs";
+import { endpointTimes, loadAppQueryCode, requestOnce, shapes, sqlTimes } from "./bench-subscriptions.mjs";
 import { loadFixture } from "./dev-server.mjs";
+import { storeWorld, subscriptionRow } from "./lib/bench-subscription-data.mjs";
 
 const MEASURED_ROWS = 20_000;
 const NEIGHBOUR_STORES = 100;
@@ -224,12 +206,16 @@ export function neighboursSection({ rows, busyBytes }, facts) {
 
 export const neighboursHeading = "## 10. A store beside a million subscriptions of others";
 
+/** Part 10, on a server of its own; with `keep` its persist directory is kept for inspection. */
+export const neighboursPart = {
+  title: "10. a store beside a million others",
+  block: "bench-neighbours",
+  heading: neighboursHeading,
+  limitMs: 18 * 60_000,
+  measure: benchNeighbours,
+  section: neighboursSection,
+};
+
 if (isMain(import.meta.url)) {
-  installWatchdog(20 * 60_000);
-  await runMain(async () => {
-    const keep = process.argv.includes("--keep");
-    const result = await step("10. a store beside a million others", 18 * 60_000, () => benchNeighbours({ keep }));
-    await writeBlock("bench-neighbours", neighboursHeading, neighboursSection(result, await machineFacts()));
-    log("wrote docs/benchmarks.md (a store beside a million others)");
-  });
+  await runParts([neighboursPart], { watchdogMs: 20 * 60_000, options: { keep: process.argv.includes("--keep") } });
 }

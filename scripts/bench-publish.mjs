@@ -13,26 +13,21 @@
 //   npm run bench:publish     this part alone; rewrites its block of docs/benchmarks.md
 import { build } from "esbuild";
 import {
-  benchFixture,
   benchIds,
   benchSizes,
   call,
-  countingEntry,
-  installWatchdog,
   isMain,
   log,
-  machineFacts,
   machineLine,
   num,
   projectRoot,
   publishReloadDocument,
-  runMain,
+  runParts,
   spread,
   stats,
   step,
   table,
-  withBenchServer,
-  writeBlock,
+  withBenchStore,
 } from "./bench-lib.mjs";
 import { loadFixture } from "./dev-server.mjs";
 
@@ -148,18 +143,18 @@ export function publishSection(result, count, inserts, facts) {
 
 export const publishHeading = "## 5. Publish";
 
-if (isMain(import.meta.url)) {
-  installWatchdog(8 * 60_000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const result = await step("5. publish", 3 * 60_000, () =>
-      withBenchServer({ fixture: benchFixture() }, measurePublish),
-    );
-    const count = await step("5. statement counts", 3 * 60_000, () =>
-      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countPublish),
-    );
-    const inserts = await expectedInserts();
-    await writeBlock("bench-publish", publishHeading, publishSection(result, count, inserts, facts));
-    log("wrote docs/benchmarks.md (publish)");
-  });
-}
+/** Part 5: the latency on the app's own entry, the statements on the counting Worker, the inserts predicted. */
+export const publishPart = {
+  title: "5. publish",
+  block: "bench-publish",
+  heading: publishHeading,
+  limitMs: 7 * 60_000,
+  measure: async () => ({
+    result: await step("latency", 3 * 60_000, () => withBenchStore({}, measurePublish)),
+    count: await step("statement counts", 3 * 60_000, () => withBenchStore({ counting: true }, countPublish)),
+    inserts: await step("expected inserts", 60_000, () => expectedInserts()),
+  }),
+  section: ({ result, count, inserts }, facts) => publishSection(result, count, inserts, facts),
+};
+
+if (isMain(import.meta.url)) await runParts([publishPart], { watchdogMs: 8 * 60_000 });

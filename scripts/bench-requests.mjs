@@ -9,30 +9,25 @@
 // too coarse for a single request).
 //
 //   npm run bench:requests     this part alone; rewrites its block of docs/benchmarks.md
-import autocannon from "autocannon";
 import {
-  BENCH_STORE,
-  BENCH_TOKEN,
-  benchFixture,
+  bearer,
   benchIds,
   benchSizes,
   call,
-  countingEntry,
-  installWatchdog,
   isMain,
+  loadRoute,
   log,
-  machineFacts,
   machineLine,
   num,
-  percentile,
-  runMain,
+  productPath,
+  runParts,
+  sequentialGets,
   spread,
   stats,
   step,
   table,
   times,
-  withBenchServer,
-  writeBlock,
+  withBenchStore,
 } from "./bench-lib.mjs";
 
 /** Rounds of the routes; the median round is reported, min–max is the spread. */
@@ -44,7 +39,6 @@ const WARMUP_SECONDS = 2;
 /** Sequential requests per route and round for the unloaded latency. */
 const SEQUENTIAL = 150;
 
-const productPath = `/products/${benchIds.crossSellProduct}`;
 const crossSellsPath = `${productPath}/cross-sells`;
 
 /**
@@ -61,8 +55,6 @@ export const routes = [
   { name: `subscriptions (no filter, ${benchSizes.subscriptions} in the store)`, path: "/subscriptions", status: 200 },
 ];
 
-const bearer = { Authorization: `Bearer ${BENCH_TOKEN}`, "X-Service-Store": BENCH_STORE };
-
 /** The headers of every route's requests on `server`: the bookmarked ones carry one answered by the server. */
 async function routeHeaders(server) {
   const { response } = await call(server, "GET", productPath, { expected: 200 });
@@ -71,36 +63,17 @@ async function routeHeaders(server) {
   return new Map(routes.map((route) => [route, route.bookmark ? { ...bearer, "X-D1-Bookmark": bookmark } : bearer]));
 }
 
-async function load(server, route, headers, seconds) {
-  const result = await autocannon({
-    url: `${server.url}/api/v1${route.path}`,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers,
-  });
-  const answered = result["2xx"];
-  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0 || answered === 0) {
-    throw new Error(
-      `${route.name}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts under load`,
-    );
-  }
-  return { rps: answered / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
-}
+const load = (server, route, headers, seconds) =>
+  loadRoute(`${server.url}/api/v1${route.path}`, { connections: CONNECTIONS, seconds, headers, name: route.name });
 
 /** One request at a time over a kept-alive connection: what a single client waits. */
-async function sequential(server, route, headers) {
-  const url = `${server.url}/api/v1${route.path}`;
-  const samples = [];
-  for (let i = 0; i < SEQUENTIAL; i++) {
-    const start = performance.now();
-    const response = await fetch(url, { headers });
-    await response.arrayBuffer();
-    samples.push(performance.now() - start);
-    if (response.status !== route.status) throw new Error(`${route.name}: ${response.status}`);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
-}
+const sequential = (server, route, headers) =>
+  sequentialGets(`${server.url}/api/v1${route.path}`, {
+    count: SEQUENTIAL,
+    headers,
+    accept: (status) => status === route.status,
+    name: route.name,
+  });
 
 /** Measures every route ROUNDS times, the order rotating per round; returns per-route stats and ratios. */
 export async function measureRequests(server) {
@@ -203,17 +176,17 @@ export function requestsSection(results, counts, facts) {
 
 export const requestsHeading = "## 1. Request overhead";
 
-if (isMain(import.meta.url)) {
-  installWatchdog(8 * 60_000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const results = await step("1. request overhead", 4 * 60_000, () =>
-      withBenchServer({ fixture: benchFixture() }, measureRequests),
-    );
-    const counts = await step("1. statement counts", 3 * 60_000, () =>
-      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, countRequests),
-    );
-    await writeBlock("bench-requests", requestsHeading, requestsSection(results, counts, facts));
-    log("wrote docs/benchmarks.md (request overhead)");
-  });
-}
+/** Part 1: the routes under load and alone on the app's own entry, their statements on the counting Worker. */
+export const requestsPart = {
+  title: "1. request overhead",
+  block: "bench-requests",
+  heading: requestsHeading,
+  limitMs: 7 * 60_000,
+  measure: async () => ({
+    results: await step("load and alone", 4 * 60_000, () => withBenchStore({}, measureRequests)),
+    counts: await step("statement counts", 3 * 60_000, () => withBenchStore({ counting: true }, countRequests)),
+  }),
+  section: ({ results, counts }, facts) => requestsSection(results, counts, facts),
+};
+
+if (isMain(import.meta.url)) await runParts([requestsPart], { watchdogMs: 8 * 60_000 });

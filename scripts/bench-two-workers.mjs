@@ -24,30 +24,24 @@
 
 import { readdirSync, readFileSync } from "node:fs";
 import sharp from "sharp";
-import { loadImageHelpers, writeBmp } from "./bench-convert.mjs";
 import {
-  BENCH_STORE,
-  BENCH_TOKEN,
-  benchFixture,
-  benchIds,
-  call,
-  countingEntry,
+  bearer,
   descendants,
-  installWatchdog,
   isMain,
   log,
-  machineFacts,
   machineLine,
   num,
   percentile,
-  runMain,
+  prepareAndPut,
+  productPath,
+  runParts,
   spread,
   stats,
   step,
   table,
-  withBenchServer,
-  writeBlock,
+  withBenchStore,
 } from "./bench-lib.mjs";
+import { loadImageHelpers, writeBmp } from "./lib/bench-images.mjs";
 
 const MINUTE = 60_000;
 /** The pause after each read's answer. */
@@ -60,8 +54,6 @@ const SPLIT_ROUNDS = 9;
 /** The goals of the converter's own Worker (issue 32). */
 export const TWO_WORKER_GOALS = { busyMaxOverQuietP99Ms: 50, busyP99OverQuietP99: 2, bindingCostMs: 10 };
 
-const productPath = `/products/${benchIds.crossSellProduct}`;
-const bearer = { Authorization: `Bearer ${BENCH_TOKEN}`, "X-Service-Store": BENCH_STORE };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The JPEGs: 12 MP photo-like pixels (the tests' generator) at quality 85, and a 64 × 64 one. */
@@ -90,19 +82,8 @@ async function photos() {
 }
 
 /** prepare + PUT of one of {@link photos}; the upload's id. */
-async function upload(server, { bytes, format, mime }) {
-  const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    body: { filename: `photo.${format}`, content_type: mime, size: bytes.length, type: "image" },
-    expected: 201,
-  });
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: bytes,
-  });
-  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${(await put.text()).slice(0, 300)}`);
-  return reservation.id;
-}
+const upload = (server, { bytes, format, mime }) =>
+  prepareAndPut(server, { bytes, filename: `photo.${format}`, contentType: mime });
 
 /**
  * CPU time in ms that `pids` (and every thread of each) have run, from /proc/<pid>/task/<tid>/schedstat
@@ -418,13 +399,23 @@ export async function benchTwoWorkers({ seconds = DEFAULT_SECONDS } = {}) {
       .join("; ")}`,
   );
   const reads = await step("reads while photos complete", 3 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, () =>
-    withBenchServer({ fixture: benchFixture() }, (server) => measureReads(server, jpegs.large, { seconds })),
+    withBenchStore({}, (server) => measureReads(server, jpegs.large, { seconds })),
   );
   const split = await step("complete against the conversion in-process", 6 * MINUTE, () =>
-    withBenchServer({ entry: countingEntry, fixture: benchFixture() }, (server) => measureSplit(server, jpegs)),
+    withBenchStore({ counting: true }, (server) => measureSplit(server, jpegs)),
   );
   return { reads, split };
 }
+
+/** Part 11; `seconds` per phase of its reads. */
+export const twoWorkersPart = {
+  title: "11. two Workers",
+  block: "bench-two-workers",
+  heading: twoWorkersHeading,
+  limitMs: 13 * MINUTE + 2 * READ_ROUNDS * DEFAULT_SECONDS * 1000,
+  measure: benchTwoWorkers,
+  section: twoWorkersSection,
+};
 
 if (isMain(import.meta.url)) {
   const secondsArg = process.argv.find((arg) => arg.startsWith("--seconds="))?.slice("--seconds=".length);
@@ -433,13 +424,6 @@ if (isMain(import.meta.url)) {
     console.error("bench: --seconds= takes a number of seconds from 1 to 120");
     process.exit(2);
   }
-  installWatchdog(14 * MINUTE + 2 * READ_ROUNDS * seconds * 1000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const result = await step("11. two Workers", 13 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, () =>
-      benchTwoWorkers({ seconds }),
-    );
-    await writeBlock("bench-two-workers", twoWorkersHeading, twoWorkersSection(result, facts));
-    log("wrote docs/benchmarks.md (two Workers)");
-  });
+  const part = { ...twoWorkersPart, limitMs: 13 * MINUTE + 2 * READ_ROUNDS * seconds * 1000 };
+  await runParts([part], { watchdogMs: 14 * MINUTE + 2 * READ_ROUNDS * seconds * 1000, options: { seconds } });
 }

@@ -24,110 +24,31 @@
 //   npm run bench:upload     this part alone; rewrites its blocks of docs/benchmarks.md
 //   npm run bench:upload -- --multipart-only   only the 1 GB multipart phase; prints it, writes nothing
 //     … --multipart-only --bytes=300000000 --rounds=1   the same with another file size and number of rounds
-import { execFile } from "node:child_process";
-import { createWriteStream } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, stat } from "node:fs/promises";
-import { createServer } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  benchFixture,
   call,
   connectInspector,
-  countingEntry,
-  installWatchdog,
   isMain,
   log,
-  machineFacts,
   machineLine,
   num,
-  onAbort,
-  requireDebianTool,
-  run,
-  runMain,
+  runParts,
   sampleIsolate,
   sampleRss,
-  seededRandom,
   spread,
   stats,
   step,
   table,
   times,
-  withBenchServer,
+  withBenchStore,
   workerdProcesses,
-  writeBlock,
 } from "./bench-lib.mjs";
-import { loadFixture } from "./dev-server.mjs";
+import { MULTIPART_BYTES, MULTIPART_ROUNDS, multipartPart } from "./lib/bench-multipart.mjs";
+import { curlPut, mib, SAMPLE_MS, UPLOAD_BYTES, withDirAndSink, writeVideo } from "./lib/bench-upload-files.mjs";
 
-export const UPLOAD_BYTES = 95_000_000;
 const ROUNDS = 5;
-const SAMPLE_MS = 50;
 /** The issue's bound for the Worker process's growth during a PUT. */
 export const GROWTH_LIMIT_BYTES = 32 * 2 ** 20;
-
-/**
- * Writes `size` bytes: an ISO BMFF `ftyp` box (brand isom, as test/support/media-bytes.ts isoMedia) and
- * one `mdat` box filling the rest with pseudo-random bytes, written in 1 MiB pieces.
- */
-async function writeVideo(path, size) {
-  const ascii = (text) => Buffer.from(text, "latin1");
-  const u32 = (value) => {
-    const buffer = Buffer.alloc(4);
-    buffer.writeUInt32BE(value);
-    return buffer;
-  };
-  const ftyp = Buffer.concat([u32(24), ascii("ftyp"), ascii("isom"), u32(0), ascii("isom"), ascii("mp41")]);
-  const mdatHeader = Buffer.concat([u32(size - ftyp.length), ascii("mdat")]);
-  const piece = Buffer.alloc(2 ** 20);
-  const rng = seededRandom(95);
-  for (let i = 0; i < piece.length; i += 4) piece.writeUInt32LE((rng.next() * 2 ** 32) >>> 0, i);
-  const out = createWriteStream(path);
-  const write = (chunk) =>
-    new Promise((resolve, reject) => out.write(chunk, (error) => (error ? reject(error) : resolve())));
-  await write(Buffer.concat([ftyp, mdatHeader]));
-  let left = size - ftyp.length - mdatHeader.length;
-  while (left > 0) {
-    const chunk = piece.subarray(0, Math.min(left, piece.length));
-    await write(chunk);
-    left -= chunk.length;
-  }
-  await new Promise((resolve, reject) => out.end((error) => (error ? reject(error) : resolve())));
-}
-
-/** A plain HTTP server that reads and discards any body and answers 204: the reference. */
-async function startSink() {
-  const server = createServer((request, response) => {
-    request.resume();
-    request.on("end", () => {
-      response.statusCode = 204;
-      response.end();
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
-}
-
-/**
- * PUTs the file with curl and returns its status and time. `Expect:` is sent empty because curl would
- * otherwise wait for a `100 Continue` before a body this large; both targets get the same command.
- */
-async function curlPut(url, file, headers) {
-  const args = ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", "-X", "PUT", "--data-binary", `@${file}`];
-  args.push("-H", "Expect:");
-  for (const [name, value] of Object.entries(headers)) args.push("-H", `${name}: ${value}`);
-  args.push(url);
-  // execFile answers once curl's output is closed: with several curls at once, a child's `exit` can come
-  // before its last output has been read, and the status line would be lost.
-  const result = await new Promise((resolve, reject) =>
-    execFile("curl", args, { timeout: 180_000 }, (error, stdout, stderr) =>
-      error
-        ? reject(new Error(`curl failed (${error.code ?? error.signal}): ${stderr || error.message}`))
-        : resolve({ stdout, stderr }),
-    ),
-  );
-  const [status, seconds] = result.stdout.trim().split(" ");
-  return { status: Number(status), seconds: Number(seconds), stderr: result.stderr };
-}
 
 /** One upload through the Worker: prepare, the PUT while sampling memory, complete. */
 async function uploadThroughWorker(server, inspector, file) {
@@ -157,21 +78,12 @@ async function uploadThroughWorker(server, inspector, file) {
 }
 
 /** Runs `fn(file, sink)` with the 95 MB file written and the plain server listening; removes both after. */
-async function withFileAndSink(fn) {
-  requireDebianTool("curl", "curl", "the upload bench sends the file with curl");
-  const dir = await mkdtemp(join(tmpdir(), "bench-upload-"));
-  const removeDir = () => rm(dir, { recursive: true, force: true });
-  const unregister = onAbort(removeDir);
-  const sink = await startSink();
-  try {
+function withFileAndSink(fn) {
+  return withDirAndSink("bench-upload", async (dir, sink) => {
     const file = join(dir, "bench.mp4");
     await writeVideo(file, UPLOAD_BYTES);
-    return await fn(file, sink);
-  } finally {
-    await sink.close();
-    await removeDir();
-    unregister();
-  }
+    return fn(file, sink);
+  });
 }
 
 export function measureUpload(server) {
@@ -254,247 +166,6 @@ export function decomposeUpload(countingServer) {
   });
 }
 
-const mib = (bytes) => num(bytes / 2 ** 20);
-
-// ---------------------------------------------------------------------------------------------
-// 1 GB in parts (issue 12)
-// ---------------------------------------------------------------------------------------------
-
-/** The file's size and the rounds: 1 GB and 3 in the report; `--multipart-only` may ask for others (`--bytes`, `--rounds`). */
-export let MULTIPART_BYTES = 1_000_000_000;
-let MULTIPART_ROUNDS = 3;
-/** Parts in flight at once, as the upload page sends them. */
-const PARTS_AT_ONCE = 4;
-
-/** A store of its own whose upload limit admits the 1 GB file (the bench store's stops at 200 MB). */
-const multipartStore = {
-  id: "e4c2a7b1-3f5d-4c8e-9a0b-6d1f2e3c4b57",
-  token: "bench-multipart-token-0001",
-};
-
-async function loadMultipartStore(server) {
-  await loadFixture(server.url, {
-    stores: [{ id: multipartStore.id, name: "Bench video store", plan_active: true, upload_limit_bytes: 2e9 }],
-    tokens: [{ token: multipartStore.token, store_ids: [multipartStore.id], abilities: ["media:write"] }],
-  });
-}
-
-/** A JSON call as the multipart store; throws unless the status is `expected`. */
-async function storeCall(server, method, path, { body, expected }) {
-  const response = await fetch(`${server.url}/api/v1${path}`, {
-    method,
-    headers: {
-      Authorization: `Bearer ${multipartStore.token}`,
-      "X-Service-Store": multipartStore.id,
-      ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status !== expected) throw new Error(`${method} ${path}: ${response.status} ${text.slice(0, 500)}`);
-  return text ? JSON.parse(text) : null;
-}
-
-/** Cuts `file` into files of `partSize` bytes in `dir` (coreutils `split`); answers them in part order. */
-async function splitIntoParts(file, partSize, dir) {
-  const result = await run("split", ["-b", String(partSize), "-d", "-a", "5", file, join(dir, "part-")]);
-  if (result.code !== 0) throw new Error(`split failed: ${result.stderr}`);
-  return (await readdir(dir))
-    .filter((name) => name.startsWith("part-"))
-    .sort()
-    .map((name) => join(dir, name));
-}
-
-/**
- * PUTs each part file with curl, `PARTS_AT_ONCE` at a time, to `urlOf(partNumber)`; answers the wall time
- * from the first request to the last answer, and throws on any status but 204.
- */
-async function curlParts(urlOf, partFiles, headers) {
-  const queue = partFiles.map((file, index) => ({ file, partNumber: index + 1 }));
-  const started = performance.now();
-  const worker = async () => {
-    for (let next = queue.shift(); next; next = queue.shift()) {
-      const put = await curlPut(urlOf(next.partNumber), next.file, headers);
-      if (put.status !== 204) {
-        throw new Error(
-          `part ${next.partNumber} answered ${put.status}${put.stderr ? ` (curl: ${put.stderr.trim()})` : ""}`,
-        );
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: PARTS_AT_ONCE }, worker));
-  return { seconds: (performance.now() - started) / 1000 };
-}
-
-/** One 1 GB upload through the Worker: prepare, the parts while sampling memory, complete. */
-async function multipartThroughWorker(server, inspector, partFiles, partSize) {
-  const reservation = await storeCall(server, "POST", "/media-uploads", {
-    body: { filename: "bench-1gb.mp4", content_type: "video/mp4", size: MULTIPART_BYTES },
-    expected: 201,
-  });
-  if (reservation.multipart?.part_size !== partSize || reservation.multipart.part_count !== partFiles.length) {
-    throw new Error(
-      `prepare planned ${JSON.stringify(reservation.multipart)}, not ${partFiles.length} parts of ${partSize}`,
-    );
-  }
-  const processes = workerdProcesses(server);
-  await inspector.collectGarbage();
-  const sampler = sampleRss(
-    processes.map((p) => p.pid),
-    SAMPLE_MS,
-  );
-  const isolateSampler = sampleIsolate(inspector, SAMPLE_MS);
-  const parts = await curlParts(
-    (n) => reservation.multipart.part_url.replace("{part_number}", String(n)),
-    partFiles,
-    reservation.upload_request.headers,
-  );
-  const memory = sampler.stop();
-  const isolate = await isolateSampler.stop();
-  const started = performance.now();
-  const hosted = await storeCall(server, "POST", `/media-uploads/${reservation.id}/complete`, { expected: 201 });
-  const completeMs = performance.now() - started;
-  if (hosted.type !== "video") throw new Error(`complete hosted the upload as ${hosted.type}, not a video`);
-  const growth = Object.fromEntries(
-    processes.map((p) => [p.role, { growth: memory[p.pid].peak - memory[p.pid].baseline, ...memory[p.pid] }]),
-  );
-  return { seconds: parts.seconds, completeMs, growth, isolate };
-}
-
-/** One 95 MB single PUT through the Worker (prepare, PUT), for the same round's comparison. */
-async function singlePutThroughWorker(server, file) {
-  const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    body: { filename: "bench.mp4", content_type: "video/mp4", size: UPLOAD_BYTES },
-    expected: 201,
-  });
-  const put = await curlPut(reservation.upload_request.url, file, reservation.upload_request.headers);
-  if (put.status !== 204) throw new Error(`the Worker's PUT answered ${put.status}`);
-  return put;
-}
-
-/**
- * The multipart phase on `server` (a bench server whose part limit is lifted): per round, the 1 GB file to
- * the plain server whole and in parts, through the Worker in parts (memory sampled), and the 95 MB file in
- * one PUT through the Worker.
- */
-export async function measureMultipart(server) {
-  requireDebianTool("curl", "curl", "the upload bench sends the file with curl");
-  const dir = await mkdtemp(join(tmpdir(), "bench-multipart-"));
-  const removeDir = () => rm(dir, { recursive: true, force: true });
-  const unregister = onAbort(removeDir);
-  const sink = await startSink();
-  try {
-    await loadMultipartStore(server);
-    const big = join(dir, "bench-1gb.mp4");
-    const single = join(dir, "bench.mp4");
-    await writeVideo(big, MULTIPART_BYTES);
-    await writeVideo(single, UPLOAD_BYTES);
-    // The part size is the API's to choose: ask it once, then cut the file the way it said.
-    const plan = (
-      await storeCall(server, "POST", "/media-uploads", {
-        body: { filename: "plan.mp4", content_type: "video/mp4", size: MULTIPART_BYTES },
-        expected: 201,
-      })
-    ).multipart;
-    const partsDir = join(dir, "parts");
-    await mkdir(partsDir);
-    const partFiles = await splitIntoParts(big, plan.part_size, partsDir);
-    const lastSize = (await stat(partFiles.at(-1))).size;
-    log(
-      `  ${num(MULTIPART_BYTES / 1e9)} GB in ${partFiles.length} parts of ${plan.part_size} bytes (the last ${lastSize})`,
-    );
-    const inspector = await connectInspector(server);
-    const headers = { "Content-Type": "video/mp4" };
-    // Warm-up: the store's coordinator, R2's local multipart tables.
-    await multipartThroughWorker(server, inspector, partFiles, plan.part_size);
-    const rounds = [];
-    for (let round = 0; round < MULTIPART_ROUNDS; round++) {
-      const plainWhole = await curlPut(`${sink.url}/discard`, big, headers);
-      const plainParts = await curlParts(() => `${sink.url}/discard`, partFiles, headers);
-      const worker = await multipartThroughWorker(server, inspector, partFiles, plan.part_size);
-      const singlePut = await singlePutThroughWorker(server, single);
-      rounds.push({ plainWhole, plainParts, worker, singlePut });
-      log(
-        `  multipart round ${round + 1}: plain whole ${num(MULTIPART_BYTES / plainWhole.seconds / 1e6)} MB/s, plain parts ${num(MULTIPART_BYTES / plainParts.seconds / 1e6)} MB/s, Worker parts ${num(MULTIPART_BYTES / worker.seconds / 1e6)} MB/s, Worker single PUT (95 MB) ${num(UPLOAD_BYTES / singlePut.seconds / 1e6)} MB/s, Worker RSS +${mib(worker.growth.worker.growth)} MiB, isolate +${mib(worker.isolate.growth)} MiB, complete ${num(worker.completeMs)} ms`,
-      );
-    }
-    inspector.close();
-    const of = (pick) => stats(rounds.map(pick));
-    return {
-      parts: partFiles.length,
-      partSize: plan.part_size,
-      plainWholeMBps: of((r) => MULTIPART_BYTES / r.plainWhole.seconds / 1e6),
-      plainPartsMBps: of((r) => MULTIPART_BYTES / r.plainParts.seconds / 1e6),
-      workerMBps: of((r) => MULTIPART_BYTES / r.worker.seconds / 1e6),
-      singlePutMBps: of((r) => UPLOAD_BYTES / r.singlePut.seconds / 1e6),
-      ratioToPlainParts: of((r) => r.worker.seconds / r.plainParts.seconds),
-      ratioToPlainWhole: of((r) => r.worker.seconds / r.plainWhole.seconds),
-      ratioToSinglePut: of((r) => UPLOAD_BYTES / r.singlePut.seconds / (MULTIPART_BYTES / r.worker.seconds)),
-      workerGrowth: of((r) => r.worker.growth.worker.growth),
-      workerBaseline: of((r) => r.worker.growth.worker.baseline),
-      workerPeak: of((r) => r.worker.growth.worker.peak),
-      proxyGrowth: of((r) => r.worker.growth.proxy.growth),
-      isolateGrowth: of((r) => r.worker.isolate.growth),
-      isolateBaseline: of((r) => r.worker.isolate.baseline),
-      samples: of((r) => r.worker.growth.worker.samples),
-      completeMs: of((r) => r.worker.completeMs),
-    };
-  } finally {
-    await sink.close();
-    await removeDir();
-    unregister();
-  }
-}
-
-/** The lifted part limit of the bench's servers: 120 parts a round from one client would near the 600 a minute. */
-export const multipartVars = { PART_LIMIT_PER_MINUTE: "1000000000" };
-
-export function multipartSection(result, facts) {
-  return [
-    `Measured ${machineLine(facts)}; curl ${facts.curl}.`,
-    "",
-    `Method: one ${num(MULTIPART_BYTES / 1e9)} GB file (${MULTIPART_BYTES.toLocaleString("en")} bytes, an MP4 \`ftyp\` box, then pseudo-random bytes) cut with \`split\` into the ${result.parts} parts prepare asked for (${result.partSize.toLocaleString("en")} bytes each, the last the rest). Each of ${MULTIPART_ROUNDS} rounds (after one warm-up upload) sends, seconds apart and each part with \`curl --data-binary @part -X PUT -H "Expect:"\`, ${PARTS_AT_ONCE} at a time as the upload page does: the whole file in one curl to a plain Node server on 127.0.0.1 that discards the body; the parts to the same server; the parts through the Worker's real flow on \`wrangler dev\` (prepare, every part PUT with prepare's headers, complete; \`--var PART_LIMIT_PER_MINUTE:1000000000\`, as the other limits, so the limiter never refuses the bench); and the ${num(UPLOAD_BYTES / 1e6)} MB file of part 3 in one PUT through the Worker. Time: from the first part's request to the last part's 204 (curl's \`time_total\` for one PUT). Memory: as in part 3, sampled every ${SAMPLE_MS} ms while the parts go through the Worker (${Math.round(result.samples.median)} samples per upload). Figures: median of the ${MULTIPART_ROUNDS} rounds (min–max).`,
-    "",
-    table(
-      ["Figure", "Median (min–max)"],
-      [1],
-      [
-        ["Plain Node server, the whole file in one curl", `${spread(result.plainWholeMBps)} MB/s`],
-        [`Plain Node server, the parts ${PARTS_AT_ONCE} at a time`, `${spread(result.plainPartsMBps)} MB/s`],
-        [
-          `Through the Worker, the parts ${PARTS_AT_ONCE} at a time (first request to last 204)`,
-          `${spread(result.workerMBps)} MB/s`,
-        ],
-        [
-          `Through the Worker, the ${num(UPLOAD_BYTES / 1e6)} MB file in one PUT (same round)`,
-          `${spread(result.singlePutMBps)} MB/s`,
-        ],
-        ["Time ratio, Worker parts / plain parts (same round)", spread(result.ratioToPlainParts, times)],
-        ["Time ratio, Worker parts / plain whole file (same round)", spread(result.ratioToPlainWhole, times)],
-        [
-          "Throughput ratio, single PUT / parts through the Worker (same round)",
-          spread(result.ratioToSinglePut, times),
-        ],
-        [
-          `Worker process (workerd running the app, D1, R2, Durable Objects): RSS growth during the ${num(MULTIPART_BYTES / 1e9)} GB`,
-          `${spread(result.workerGrowth, mib)} MiB (before: ${mib(result.workerBaseline.median)} MiB, peak: ${mib(result.workerPeak.median)} MiB)`,
-        ],
-        [
-          `The Worker's isolate (V8 heap + ArrayBuffer backing stores): growth during the ${num(MULTIPART_BYTES / 1e9)} GB`,
-          `${spread(result.isolateGrowth, mib)} MiB (before: ${mib(result.isolateBaseline.median)} MiB)`,
-        ],
-        [
-          `wrangler's dev proxy: RSS growth during the ${num(MULTIPART_BYTES / 1e9)} GB`,
-          `${spread(result.proxyGrowth, mib)} MiB`,
-        ],
-        ["complete (assemble the parts, sniff, host in place: no bytes copied)", `${spread(result.completeMs)} ms`],
-      ],
-    ),
-  ].join("\n");
-}
-
-export const multipartHeading = "## 3b. Multipart upload of 1 GB";
-
 export function uploadSection(result, steps, facts) {
   const mb = mib;
   return [
@@ -537,34 +208,31 @@ export function uploadSection(result, steps, facts) {
 
 export const uploadHeading = "## 3. Upload streaming";
 
+/** Part 3: the PUT on the app's own entry, its steps on the counting Worker. */
+export const uploadPart = {
+  title: "3. upload streaming",
+  block: "bench-upload",
+  heading: uploadHeading,
+  limitMs: 8 * 60_000,
+  measure: async () => ({
+    result: await step("the PUT beside a plain server", 4 * 60_000, () => withBenchStore({}, measureUpload)),
+    steps: await step("the upload's steps", 4 * 60_000, () => withBenchStore({ counting: true }, decomposeUpload)),
+  }),
+  section: ({ result, steps }, facts) => uploadSection(result, steps, facts),
+};
+
 if (isMain(import.meta.url)) {
   const multipartOnly = process.argv.includes("--multipart-only");
   const option = (name) => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split("=")[1];
-  if (multipartOnly) {
-    MULTIPART_BYTES = Number(option("bytes") ?? MULTIPART_BYTES);
-    MULTIPART_ROUNDS = Number(option("rounds") ?? MULTIPART_ROUNDS);
-    if (!(MULTIPART_BYTES >= 5 * 2 ** 20 && MULTIPART_BYTES <= 2e9) || !(MULTIPART_ROUNDS >= 1)) {
-      throw new Error("--bytes must be 5 MiB to 2 GB (the bench store's limit) and --rounds at least 1");
-    }
+  const bytes = multipartOnly ? Number(option("bytes") ?? MULTIPART_BYTES) : MULTIPART_BYTES;
+  const rounds = multipartOnly ? Number(option("rounds") ?? MULTIPART_ROUNDS) : MULTIPART_ROUNDS;
+  if (!(bytes >= 5 * 2 ** 20 && bytes <= 2e9) || !(rounds >= 1)) {
+    throw new Error("--bytes must be 5 MiB to 2 GB (the bench store's limit) and --rounds at least 1");
   }
-  installWatchdog((multipartOnly ? 10 : 16) * 60_000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const multipart = await step("3b. multipart upload", 10 * 60_000, () =>
-      withBenchServer({ fixture: benchFixture(), vars: multipartVars }, measureMultipart),
-    );
-    if (multipartOnly) {
-      console.log(`\n${multipartSection(multipart, facts)}\n`);
-      return;
-    }
-    const result = await step("3. upload streaming", 4 * 60_000, () =>
-      withBenchServer({ fixture: benchFixture() }, measureUpload),
-    );
-    const steps = await step("3. the upload's steps", 4 * 60_000, () =>
-      withBenchServer({ entry: countingEntry, fixture: benchFixture() }, decomposeUpload),
-    );
-    await writeBlock("bench-upload", uploadHeading, uploadSection(result, steps, facts));
-    await writeBlock("bench-multipart", multipartHeading, multipartSection(multipart, facts));
-    log("wrote docs/benchmarks.md (upload streaming, multipart upload)");
+  // --multipart-only: that phase alone, printed; otherwise part 3b, then part 3, both written.
+  await runParts(multipartOnly ? [multipartPart] : [multipartPart, uploadPart], {
+    watchdogMs: (multipartOnly ? 10 : 16) * 60_000,
+    options: { bytes, rounds },
+    write: !multipartOnly,
   });
 }

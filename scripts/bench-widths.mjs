@@ -11,28 +11,23 @@
 // - bytes: what each configured width of a typical photo weighs beside the hosted 2560-px image.
 //
 //   npm run bench:widths      this part alone; writes its block at the end of docs/benchmarks.md
-import autocannon from "autocannon";
 import sharp from "sharp";
-import { loadImageHelpers } from "./bench-convert.mjs";
 import {
-  benchFixture,
-  call,
-  installWatchdog,
   isMain,
-  log,
-  machineFacts,
   machineLine,
   num,
-  percentile,
-  runMain,
+  runParts,
   spread,
   stats,
   step,
+  storeAndTokenFixture,
   table,
+  timedGet,
   times,
   withBenchServer,
-  writeBlock,
 } from "./bench-lib.mjs";
+import { coldBesideSharp, hostPhoto, warmBesidePing } from "./lib/bench-image-reads.mjs";
+import { largePhotoJpeg } from "./lib/bench-images.mjs";
 
 const COLD_ROUNDS = 7;
 const COLD_WIDTHS = [640, 1280];
@@ -49,38 +44,6 @@ const EFFORT = 2;
 sharp.concurrency(1);
 sharp.cache(false);
 
-/** A 4000 × 3000 photo-like JPEG (the conversion bench's 12 MP input), hosted as a 2560 × 1920 WebP. */
-async function photo() {
-  const images = await loadImageHelpers();
-  return images.encodeJpeg(images.photoLike(4000, 3000), 4000, 3000, { progressive: false, quality: 90 });
-}
-
-/** prepare + PUT + complete: the hosted result. */
-async function host(server, jpeg) {
-  const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    body: { filename: "photo.jpg", content_type: "image/jpeg", size: jpeg.length, type: "image" },
-    expected: 201,
-  });
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: jpeg,
-  });
-  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${await put.text()}`);
-  const { body } = await call(server, "POST", `/media-uploads/${reservation.id}/complete`, { expected: 201 });
-  if (!body.srcset) throw new Error(`not converted: ${JSON.stringify(body)}`);
-  return body;
-}
-
-async function timedGet(url) {
-  const start = performance.now();
-  const response = await fetch(url);
-  const bytes = Buffer.from(await response.arrayBuffer());
-  const ms = performance.now() - start;
-  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status} ${bytes.toString().slice(0, 300)}`);
-  return { ms, bytes };
-}
-
 /** sharp on the same hosted WebP: decode, resize to the same size, encode at the Worker's settings. */
 async function sharpOnce(hosted, width, height) {
   const start = performance.now();
@@ -91,80 +54,29 @@ async function sharpOnce(hosted, width, height) {
   return { ms: performance.now() - start, bytes: out.length };
 }
 
-export async function measureCold(server, jpeg) {
-  // The isolate's first conversion creates the codec instances: not timed.
-  const first = await host(server, jpeg);
-  await timedGet(`${first.file_url}?width=320`);
-  const rows = new Map(COLD_WIDTHS.map((width) => [width, []]));
-  for (let round = 0; round < COLD_ROUNDS; round++) {
-    const hosted = await host(server, jpeg);
-    const { bytes: hostedBytes } = await timedGet(hosted.file_url);
-    for (const width of COLD_WIDTHS) {
-      const worker = await timedGet(`${hosted.file_url}?width=${width}`);
-      const { width: w, height: h } = await sharp(worker.bytes).metadata();
-      if (w !== width) throw new Error(`?width=${width} answered ${w} px wide`);
-      const native = await sharpOnce(hostedBytes, w, h);
-      rows
-        .get(width)
-        .push({ worker: worker.ms, sharp: native.ms, height: h, bytes: worker.bytes.length, sharpBytes: native.bytes });
-      log(`  cold ${width}: worker ${num(worker.ms)} ms, sharp ${num(native.ms)} ms`);
-    }
-  }
-  return COLD_WIDTHS.map((width) => {
-    const runs = rows.get(width);
-    return {
-      width,
-      height: runs[0].height,
-      worker: stats(runs.map((r) => r.worker)),
-      sharp: stats(runs.map((r) => r.sharp)),
-      ratio: stats(runs.map((r) => r.worker / r.sharp)),
-      bytes: runs[0].bytes,
-      sharpBytes: runs[0].sharpBytes,
-    };
+/** The first `?width=N` of a freshly hosted photo, per width of COLD_WIDTHS, beside sharp. */
+export function measureCold(server, jpeg) {
+  return coldBesideSharp(server, jpeg, {
+    rounds: COLD_ROUNDS,
+    widths: COLD_WIDTHS,
+    query: (width) => `width=${width}`,
+    warmQuery: "width=320",
+    sharpOnce,
+    label: "WebP",
   });
 }
 
-async function load(url, seconds) {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds });
-  const answered = result["2xx"];
-  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0 || answered === 0)
-    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
-  return { rps: answered / result.duration, p50: result.latency.p50 };
-}
-
-async function sequential(url) {
-  const samples = [];
-  for (let i = 0; i < SEQUENTIAL; i++) {
-    const start = performance.now();
-    const response = await fetch(url);
-    await response.arrayBuffer();
-    samples.push(performance.now() - start);
-    if (response.status >= 300) throw new Error(`${url}: ${response.status}`);
-  }
-  samples.sort((a, b) => a - b);
-  return percentile(samples, 50);
-}
-
+/** `?width=640` read again and again beside ping, under load and alone. */
 export async function measureWarm(server, jpeg) {
-  const hosted = await host(server, jpeg);
-  const routes = [
-    { name: "ping", url: `${server.url}/api/v1/_dev/ping` },
-    { name: "variant", url: `${hosted.file_url}?width=640` },
-  ];
-  await timedGet(routes[1].url); // made once; every later read is warm
-  for (const route of routes) await load(route.url, WARMUP_SECONDS);
-  const rounds = [];
-  for (let round = 0; round < WARM_ROUNDS; round++) {
-    const figures = {};
-    for (let k = 0; k < routes.length; k++) {
-      const route = routes[(round + k) % routes.length];
-      figures[route.name] = { ...(await load(route.url, LOAD_SECONDS)), alone: await sequential(route.url) };
-      log(
-        `  warm round ${round + 1} ${route.name}: ${num(figures[route.name].rps)} req/s, alone p50 ${num(figures[route.name].alone)} ms`,
-      );
-    }
-    rounds.push(figures);
-  }
+  const hosted = await hostPhoto(server, jpeg);
+  const rounds = await warmBesidePing(server, `${hosted.file_url}?width=640`, {
+    name: "variant",
+    rounds: WARM_ROUNDS,
+    connections: CONNECTIONS,
+    loadSeconds: LOAD_SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    sequential: SEQUENTIAL,
+  });
   const of = (pick) => stats(rounds.map(pick));
   return {
     pingRps: of((r) => r.ping.rps),
@@ -180,7 +92,7 @@ export async function measureWarm(server, jpeg) {
 }
 
 export async function measureBytes(server, jpeg) {
-  const hosted = await host(server, jpeg);
+  const hosted = await hostPhoto(server, jpeg);
   const full = (await timedGet(hosted.file_url)).bytes.length;
   const widths = hosted.srcset
     .split(", ")
@@ -196,7 +108,7 @@ export async function measureBytes(server, jpeg) {
 }
 
 export async function measureWidths(server) {
-  const jpeg = await photo();
+  const jpeg = await largePhotoJpeg();
   const cold = await step("7. cold widths beside sharp", 6 * 60_000, () => measureCold(server, jpeg));
   const warm = await step("7. warm widths beside ping", 3 * 60_000, () => measureWarm(server, jpeg));
   const bytes = await step("7. bytes per width", 2 * 60_000, () => measureBytes(server, jpeg));
@@ -264,20 +176,14 @@ export function widthsSection({ cold, warm, bytes }, facts) {
 
 export const widthsHeading = "## 8. Responsive widths";
 
-/** Only a store and a token: the full bench fixture takes longer to load. */
-export function widthsFixture() {
-  const { stores, tokens } = benchFixture();
-  return { stores, tokens };
-}
+/** Part 8 (7 in the run's order): on a store and its token alone (the full bench fixture takes longer to load). */
+export const widthsPart = {
+  title: "7. responsive widths",
+  block: "bench-widths",
+  heading: widthsHeading,
+  limitMs: 12 * 60_000,
+  measure: () => withBenchServer({ fixture: storeAndTokenFixture() }, measureWidths),
+  section: widthsSection,
+};
 
-if (isMain(import.meta.url)) {
-  installWatchdog(15 * 60_000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const result = await step("7. responsive widths", 12 * 60_000, () =>
-      withBenchServer({ fixture: widthsFixture() }, measureWidths),
-    );
-    await writeBlock("bench-widths", widthsHeading, widthsSection(result, facts));
-    log("wrote docs/benchmarks.md (responsive widths)");
-  });
-}
+if (isMain(import.meta.url)) await runParts([widthsPart], { watchdogMs: 15 * 60_000 });

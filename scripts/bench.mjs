@@ -14,110 +14,80 @@
 //      width (bench-widths.mjs; docs/responsive-images.md)
 //   11. two Workers: product reads alone and while 12 MP JPEGs complete back to back, and a complete against
 //      the same conversion run in the API's isolate (bench-two-workers.mjs)
+//   12. AVIF and placeholders: bytes at matched quality, cold and warm AVIF, the placeholder's cost, the
+//      converter's memory (bench-avif.mjs)
+//   13. Idempotency-Key: publish and complete with a key against without, a replay against a read
+//      (bench-idempotency.mjs)
 //
 // Every part can also run alone (`npm run bench:requests`, `bench:convert`, `bench:upload`,
-// `bench:subscriptions`, `bench:publish`, `bench:widths`, `bench:two-workers`), rewriting only its own block.
+// `bench:subscriptions`, `bench:publish`, `bench:latency`, `bench:widths`, `bench:two-workers`,
+// `bench:idempotency`, `bench:avif`), rewriting only its own block. Each part is described once
+// (its script's `…Part`: title, time limit, measure, section) and run by the same runner (lib/bench-runner.mjs).
 // Each "wrangler dev" below is two processes, the converter Worker's and the API's. Here one `wrangler dev` serves
 // parts 1, 3 and 5, one counting Worker (scripts/bench-worker.ts) the statement counts and the upload's
 // decomposition, and part 2 starts its own (one for speed, then a fresh one per input, so each memory
 // figure is that of a fresh isolate). Everything listens on 127.0.0.1 and lives in throwaway directories.
-// Every step has its own time limit and fails with an error naming it (bench-lib.mjs `step`); every HTTP
+// Every step has its own time limit and fails with an error naming it (lib/bench-run.mjs `step`); every HTTP
 // call and inspector call has a deadline; the watchdog ends the run (stopping every server) past
 // RUN_LIMIT_MS. The report is written only when every part succeeded, so all its figures come from one run.
-// Not part of `npm test`: about 40 minutes on two cores (part 2 alone 20–30: a fresh server per input, each two
-// `wrangler dev`s since the converter has a Worker of its own).
+// Not part of `npm test`: about 40 minutes on two cores before parts 12 and 13 joined (part 2 alone 20–30: a fresh
+// server per input, each two `wrangler dev`s since the converter has a Worker of its own; part 12 is allowed an
+// hour).
 
+import { avifSection, measureAvif } from "./bench-avif.mjs";
+import { conversionPart, ISOLATE_BYTES, MEMORY_TARGET_BYTES, SHARP_RATIO_LIMIT } from "./bench-convert.mjs";
+import { idempotencyPart } from "./bench-idempotency.mjs";
+import { latencyPart } from "./bench-latency.mjs";
 import {
-  convertHeading,
-  convertSection,
-  ISOLATE_BYTES,
-  MEMORY_TARGET_BYTES,
-  measureConversion,
-  SHARP_RATIO_LIMIT,
-} from "./bench-convert.mjs";
-import { benchLatency } from "./bench-latency.mjs";
-import {
-  benchFixture,
-  countingEntry,
   elapsedSeconds,
   installWatchdog,
   log,
   machineFacts,
   machineLine,
+  measurePart,
   num,
   requireDebianTool,
   runMain,
   spread,
   stats,
   step,
+  storeAndTokenFixture,
   table,
   times,
   withBenchServer,
-  writeBlock,
+  withBenchStore,
+  writePart,
 } from "./bench-lib.mjs";
-import { countPublish, expectedInserts, measurePublish, publishHeading, publishSection } from "./bench-publish.mjs";
-import { countRequests, measureRequests, requestsHeading, requestsSection } from "./bench-requests.mjs";
-import {
-  benchSubscriptions,
-  SQL_RATIO_LIMIT,
-  subscriptionsHeading,
-  subscriptionsSection,
-} from "./bench-subscriptions.mjs";
-import {
-  benchTwoWorkers,
-  readGoals,
-  TWO_WORKER_GOALS,
-  twoWorkersHeading,
-  twoWorkersSection,
-} from "./bench-two-workers.mjs";
-import {
-  decomposeUpload,
-  GROWTH_LIMIT_BYTES,
-  MULTIPART_BYTES,
-  measureMultipart,
-  measureUpload,
-  multipartHeading,
-  multipartSection,
-  multipartVars,
-  uploadHeading,
-  uploadSection,
-} from "./bench-upload.mjs";
-import { measureWidths, widthsFixture, widthsHeading, widthsSection } from "./bench-widths.mjs";
+import { countPublish, expectedInserts, measurePublish, publishPart } from "./bench-publish.mjs";
+import { countRequests, measureRequests, requestsPart } from "./bench-requests.mjs";
+import { SQL_RATIO_LIMIT, subscriptionsPart } from "./bench-subscriptions.mjs";
+import { readGoals, TWO_WORKER_GOALS, twoWorkersPart } from "./bench-two-workers.mjs";
+import { decomposeUpload, GROWTH_LIMIT_BYTES, measureUpload, uploadPart } from "./bench-upload.mjs";
+import { widthsPart } from "./bench-widths.mjs";
+import { MULTIPART_BYTES, multipartPart } from "./lib/bench-multipart.mjs";
 
-const RUN_LIMIT_MS = 80 * 60_000;
 const MINUTE = 60_000;
+const RUN_LIMIT_MS = 150 * MINUTE;
+
+/** Part 12 as bench-avif.mjs measures and reports it, on a store and its token alone. */
+const avifPart = {
+  title: "12. AVIF and placeholders",
+  block: "bench-avif",
+  heading: "## 12. AVIF and placeholders",
+  limitMs: 65 * MINUTE,
+  measure: () => withBenchServer({ fixture: storeAndTokenFixture() }, measureAvif),
+  section: avifSection,
+};
 
 installWatchdog(RUN_LIMIT_MS);
 // Check the Debian tool before spending minutes on the parts that do not need it.
 requireDebianTool("curl", "curl", "the upload bench sends the file with curl");
 
-let facts;
-let subscriptions;
-let conversion;
-let requests;
-let upload;
-let multipart;
-let publish;
-let requestCounts;
-let publishCount;
-let streamSteps;
-let inserts;
-let latency;
-let widths;
-let twoWorkers;
-await runMain(async () => {
-  facts = await machineFacts();
-  log(`machine: ${machineLine(facts)}`);
-
-  log("4. subscriptions at scale");
-  subscriptions = await step("4. subscriptions at scale", 8 * MINUTE, () => benchSubscriptions());
-
-  log("2. conversion: complete beside sharp, memory inside workerd");
-  conversion = await step("2. conversion", 55 * MINUTE, () => measureConversion());
-
+/** Parts 1, 3 and 5 on one wrangler dev, then their statement counts and the upload's steps on the counting Worker. */
+async function sharedServerParts() {
   log("1, 3, 5 on one wrangler dev");
-  ({ requests, upload, publish } = await step("1, 3, 5 on one wrangler dev", 12 * MINUTE, () =>
-    withBenchServer({ fixture: benchFixture() }, async (server) => {
+  const { requests, upload, publish } = await step("1, 3, 5 on one wrangler dev", 12 * MINUTE, () =>
+    withBenchStore({}, async (server) => {
       log("1. request overhead");
       const requests = await step("1. request overhead", 4 * MINUTE, () => measureRequests(server));
       log("3. upload streaming");
@@ -126,83 +96,101 @@ await runMain(async () => {
       const publish = await step("5. publish", 3 * MINUTE, () => measurePublish(server));
       return { requests, upload, publish };
     }),
-  ));
-
+  );
   // A wrangler dev of its own: its memory is sampled through the inspector, which answers one connection
   // per server (a second one, after part 3's, never sees the Worker's execution context).
-  log("3b. multipart upload of 1 GB");
-  multipart = await step("3b. multipart upload", 8 * MINUTE, () =>
-    withBenchServer({ fixture: benchFixture(), vars: multipartVars }, measureMultipart),
-  );
-
+  const multipart = await measurePart(multipartPart, undefined, 8 * MINUTE);
   log("statement counts and the upload's steps on the counting Worker");
-  ({ requestCounts, publishCount, streamSteps } = await step("counting Worker", 9 * MINUTE, () =>
-    withBenchServer({ entry: countingEntry, fixture: benchFixture() }, async (server) => ({
+  const counted = await step("counting Worker", 9 * MINUTE, () =>
+    withBenchStore({ counting: true }, async (server) => ({
       requestCounts: await step("1. statement counts", 2 * MINUTE, () => countRequests(server)),
       publishCount: await step("5. statement counts", 2 * MINUTE, () => countPublish(server)),
       streamSteps: await step("3. the upload's steps", 4 * MINUTE, () => decomposeUpload(server)),
     })),
-  ));
-  inserts = await step("5. expected inserts", MINUTE, () => expectedInserts());
-  latency = await step("6. latency from far away", 6 * MINUTE, () => benchLatency());
-  log("7. responsive widths");
-  widths = await step("7. responsive widths", 8 * MINUTE, () =>
-    withBenchServer({ fixture: widthsFixture() }, measureWidths),
   );
-  log("11. two Workers");
-  twoWorkers = await step("11. two Workers", 10 * MINUTE, () => benchTwoWorkers());
+  const inserts = await step("5. expected inserts", MINUTE, () => expectedInserts());
+  return {
+    requests: { results: requests, counts: counted.requestCounts },
+    upload: { result: upload, steps: counted.streamSteps },
+    multipart,
+    publish: { result: publish, count: counted.publishCount, inserts },
+  };
+}
+
+await runMain(async () => {
+  const facts = await machineFacts();
+  log(`machine: ${machineLine(facts)}`);
+  const subscriptions = await measurePart(subscriptionsPart, undefined, 8 * MINUTE);
+  const conversion = await measurePart(conversionPart, undefined, 55 * MINUTE);
+  const { requests, upload, multipart, publish } = await sharedServerParts();
+  const latency = await measurePart(latencyPart, undefined, 6 * MINUTE);
+  const widths = await measurePart(widthsPart, undefined, 8 * MINUTE);
+  const twoWorkers = await measurePart(twoWorkersPart, undefined, 10 * MINUTE);
+  const idempotency = await measurePart(idempotencyPart);
+  const avif = await measurePart(avifPart);
 
   const duration = elapsedSeconds();
-  await writeBlock("bench-requests", requestsHeading, requestsSection(requests, requestCounts, facts));
-  await writeBlock("bench-convert", convertHeading, convertSection(conversion, facts));
-  await writeBlock("bench-upload", uploadHeading, uploadSection(upload, streamSteps, facts));
-  await writeBlock("bench-multipart", multipartHeading, multipartSection(multipart, facts));
-  await writeBlock("bench-subscriptions", subscriptionsHeading, subscriptionsSection(subscriptions, facts));
-  await writeBlock("bench-publish", publishHeading, publishSection(publish, publishCount, inserts, facts));
-  await writeBlock("latency", "## 6. Latency from far away (round trips, injected delay)", latency.report);
-  await writeBlock("bench-widths", widthsHeading, widthsSection(widths, facts));
-  await writeBlock("bench-two-workers", twoWorkersHeading, twoWorkersSection(twoWorkers, facts));
-  console.log(`\n${summary(duration)}\n`);
+  // Written only now, every part having succeeded: all figures of docs/benchmarks.md come from this one run.
+  for (const [part, result] of [
+    [requestsPart, requests],
+    [conversionPart, conversion],
+    [uploadPart, upload],
+    [multipartPart, multipart],
+    [subscriptionsPart, subscriptions],
+    [publishPart, publish],
+    [latencyPart, latency],
+    [widthsPart, widths],
+    [twoWorkersPart, twoWorkers],
+    [idempotencyPart, idempotency],
+    [avifPart, avif],
+  ]) {
+    await writePart(part, result, facts);
+  }
+  const all = { facts, requests, conversion, upload, multipart, subscriptions, publish, twoWorkers };
+  console.log(`\n${summary(all, duration)}\n`);
   log("wrote docs/benchmarks.md");
 });
 
-/**
- * The ratios of the issue in one table, each with its bound and whether this run met it: printed at the end of
- * a full run, not written to docs/benchmarks.md (a part run alone rewrites only its own section, so a written
- * summary would go stale beside it).
- */
-function summary(duration) {
-  const verdict = (poor) => (poor ? "**poor**: see below" : "within");
-  const mib = (bytes) => `${num(bytes / 2 ** 20)} MiB`;
-  const rows = [];
-  for (const r of requests.filter((r) => !r.route.ceiling)) {
-    rows.push([
+const verdict = (poor) => (poor ? "**poor**: see below" : "within");
+const mib = (bytes) => `${num(bytes / 2 ** 20)} MiB`;
+
+/** Part 1's rows: each route's throughput and p50 alone against ping. */
+function requestRows(requests) {
+  return requests.results
+    .filter((r) => !r.route.ceiling)
+    .map((r) => [
       "1",
       `${r.route.name}: throughput vs ping; p50 alone vs ping`,
       `${spread(r.throughputShare, (v) => `${Math.round(v * 100)} %`)}; ${spread(r.aloneRatio, times)}`,
       "–",
       "–",
     ]);
-  }
-  for (const c of conversion.speed) {
-    rows.push(
-      c.refused
-        ? [
-            "2",
-            `${c.input.name}: complete through the two Workers / sharp`,
-            `not converted (${c.refused.slice(0, 80)})`,
-            `≤ ${SHARP_RATIO_LIMIT}×`,
-            "–",
-          ]
-        : [
-            "2",
-            `${c.input.name}: complete through the two Workers / sharp (one thread, same size, q80, effort 2)`,
-            spread(c.ratio, times),
-            c.input.fixedCost ? "– (fixed cost)" : `≤ ${SHARP_RATIO_LIMIT}×`,
-            c.input.fixedCost ? "–" : verdict(c.ratio.median > SHARP_RATIO_LIMIT),
-          ],
-    );
-  }
+}
+
+/** Part 2's speed rows: complete through the two Workers against sharp, per input. */
+function conversionSpeedRows(conversion) {
+  return conversion.speed.map((c) =>
+    c.refused
+      ? [
+          "2",
+          `${c.input.name}: complete through the two Workers / sharp`,
+          `not converted (${c.refused.slice(0, 80)})`,
+          `≤ ${SHARP_RATIO_LIMIT}×`,
+          "–",
+        ]
+      : [
+          "2",
+          `${c.input.name}: complete through the two Workers / sharp (one thread, same size, q80, effort 2)`,
+          spread(c.ratio, times),
+          c.input.fixedCost ? "– (fixed cost)" : `≤ ${SHARP_RATIO_LIMIT}×`,
+          c.input.fixedCost ? "–" : verdict(c.ratio.median > SHARP_RATIO_LIMIT),
+        ],
+  );
+}
+
+/** Part 2's memory rows: the converter isolate's highest peak of the ordinary and the hostile inputs, two at once, the API's. */
+function conversionMemoryRows(conversion) {
+  const rows = [];
   // The converter isolate's peak in workerd: JS heap + ArrayBuffers sampled every 20 ms, plus the WASM memories.
   const ordinary = conversion.memory.filter((m) => !m.input.hostile);
   const hostile = conversion.memory.filter((m) => m.input.hostile);
@@ -246,68 +234,97 @@ function summary(duration) {
     ...(conversion.concurrent ? [conversion.concurrent.api.peak] : []),
   );
   rows.push(["2", "API isolate peak in workerd during the completes above (highest)", mib(apiPeak), "–", "–"]);
-  rows.push(["3", "95 MB PUT: Worker time / plain server time", spread(upload.ratio, times), "–", "–"]);
-  rows.push([
-    "3",
-    "Worker process RSS growth during the PUT",
-    `${spread(upload.workerGrowth, (b) => num(b / 2 ** 20))} MiB`,
-    `≤ ${mib(GROWTH_LIMIT_BYTES)} in every round`,
-    verdict(upload.workerGrowth.max > GROWTH_LIMIT_BYTES),
-  ]);
-  rows.push([
-    "3",
-    `${MULTIPART_BYTES / 1e9} GB in parts: Worker MB/s; time / plain server (parts, same round); single PUT MB/s / parts MB/s`,
-    `${spread(multipart.workerMBps)} MB/s; ${spread(multipart.ratioToPlainParts, times)}; ${spread(multipart.ratioToSinglePut, times)}`,
-    "–",
-    "–",
-  ]);
-  rows.push([
-    "3",
-    `Worker process RSS growth during the ${MULTIPART_BYTES / 1e9} GB in parts`,
-    `${spread(multipart.workerGrowth, (b) => num(b / 2 ** 20))} MiB`,
-    `≤ ${mib(GROWTH_LIMIT_BYTES)} in every round`,
-    verdict(multipart.workerGrowth.max > GROWTH_LIMIT_BYTES),
-  ]);
+  return rows;
+}
+
+/** Part 3's rows: the 95 MB PUT and the 1 GB in parts, their time and the Worker process's growth. */
+function uploadRows({ result: upload }, multipart) {
+  return [
+    ["3", "95 MB PUT: Worker time / plain server time", spread(upload.ratio, times), "–", "–"],
+    [
+      "3",
+      "Worker process RSS growth during the PUT",
+      `${spread(upload.workerGrowth, (b) => num(b / 2 ** 20))} MiB`,
+      `≤ ${mib(GROWTH_LIMIT_BYTES)} in every round`,
+      verdict(upload.workerGrowth.max > GROWTH_LIMIT_BYTES),
+    ],
+    [
+      "3",
+      `${MULTIPART_BYTES / 1e9} GB in parts: Worker MB/s; time / plain server (parts, same round); single PUT MB/s / parts MB/s`,
+      `${spread(multipart.workerMBps)} MB/s; ${spread(multipart.ratioToPlainParts, times)}; ${spread(multipart.ratioToSinglePut, times)}`,
+      "–",
+      "–",
+    ],
+    [
+      "3",
+      `Worker process RSS growth during the ${MULTIPART_BYTES / 1e9} GB in parts`,
+      `${spread(multipart.workerGrowth, (b) => num(b / 2 ** 20))} MiB`,
+      `≤ ${mib(GROWTH_LIMIT_BYTES)} in every round`,
+      verdict(multipart.workerGrowth.max > GROWTH_LIMIT_BYTES),
+    ],
+  ];
+}
+
+/** Parts 4 and 5: the endpoint against raw SQL over the shapes; the publish's latency and statements. */
+function subscriptionAndPublishRows(subscriptions, { result: publish, count: publishCount }) {
   const ratios = subscriptions.rows.map((row) => row.endpoint.p50 / row.sql.p50);
   const over = ratios.filter((ratio) => ratio > SQL_RATIO_LIMIT).length;
-  rows.push([
-    "4",
-    `Endpoint p50 / SQL p50: median over the ${subscriptions.rows.length} shapes (min–max over shapes); the floor is ${num(subscriptions.rows[0].endpoint.p50)} ms`,
-    `${spread(stats(ratios), times)}; ${over} shapes over ${SQL_RATIO_LIMIT}×`,
-    `≤ ${SQL_RATIO_LIMIT}×`,
-    verdict(over > 0),
-  ]);
-  rows.push([
-    "5",
-    "Publish latency (50 variants, 100 fields, 20 cross-sells)",
-    `${spread(publish.latency)} ms`,
-    "–",
-    "–",
-  ]);
-  rows.push([
-    "5",
-    "D1 statements per publish request",
-    `${publishCount.statements} in ${publishCount.trips.length} round trips (one batch of ${Math.max(...publishCount.trips)})`,
-    "–",
-    "–",
-  ]);
+  return [
+    [
+      "4",
+      `Endpoint p50 / SQL p50: median over the ${subscriptions.rows.length} shapes (min–max over shapes); the floor is ${num(subscriptions.rows[0].endpoint.p50)} ms`,
+      `${spread(stats(ratios), times)}; ${over} shapes over ${SQL_RATIO_LIMIT}×`,
+      `≤ ${SQL_RATIO_LIMIT}×`,
+      verdict(over > 0),
+    ],
+    ["5", "Publish latency (50 variants, 100 fields, 20 cross-sells)", `${spread(publish.latency)} ms`, "–", "–"],
+    [
+      "5",
+      "D1 statements per publish request",
+      `${publishCount.statements} in ${publishCount.trips.length} round trips (one batch of ${Math.max(...publishCount.trips)})`,
+      "–",
+      "–",
+    ],
+  ];
+}
+
+/** Part 11's rows: reads while photos complete, and what the binding adds to a 12 MP conversion. */
+function twoWorkerRows(twoWorkers) {
   const reads = twoWorkers.reads;
   const goals = readGoals(reads);
-  rows.push([
-    "11",
-    `Product read while 12 MP JPEGs complete: busy max; busy p99 (quiet p99 ${num(reads.quiet.p99)} ms)`,
-    `${num(reads.busy.max)} ms; ${num(reads.busy.p99)} ms`,
-    `≤ ${num(goals.maxBound)} ms (quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms}); ≤ ${num(goals.p99Bound)} ms (${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99)`,
-    verdict(!goals.maxMet || !goals.p99Met),
-  ]);
   const large = twoWorkers.split[0];
-  rows.push([
-    "11",
-    "12 MP JPEG: conversion through the binding − in the API's isolate (wall; CPU); complete − in the API's isolate (wall)",
-    `${spread(large.wall.bindingCost)} ms; ${spread(large.cpu.bindingCost)} ms; ${spread(large.wall.completeCost)} ms`,
-    `≤ ${TWO_WORKER_GOALS.bindingCostMs} ms (the binding's share, wall)`,
-    verdict(large.wall.bindingCost.median > TWO_WORKER_GOALS.bindingCostMs),
-  ]);
+  return [
+    [
+      "11",
+      `Product read while 12 MP JPEGs complete: busy max; busy p99 (quiet p99 ${num(reads.quiet.p99)} ms)`,
+      `${num(reads.busy.max)} ms; ${num(reads.busy.p99)} ms`,
+      `≤ ${num(goals.maxBound)} ms (quiet p99 + ${TWO_WORKER_GOALS.busyMaxOverQuietP99Ms}); ≤ ${num(goals.p99Bound)} ms (${TWO_WORKER_GOALS.busyP99OverQuietP99} × quiet p99)`,
+      verdict(!goals.maxMet || !goals.p99Met),
+    ],
+    [
+      "11",
+      "12 MP JPEG: conversion through the binding − in the API's isolate (wall; CPU); complete − in the API's isolate (wall)",
+      `${spread(large.wall.bindingCost)} ms; ${spread(large.cpu.bindingCost)} ms; ${spread(large.wall.completeCost)} ms`,
+      `≤ ${TWO_WORKER_GOALS.bindingCostMs} ms (the binding's share, wall)`,
+      verdict(large.wall.bindingCost.median > TWO_WORKER_GOALS.bindingCostMs),
+    ],
+  ];
+}
+
+/**
+ * The ratios of the issue in one table, each with its bound and whether this run met it: printed at the end of
+ * a full run, not written to docs/benchmarks.md (a part run alone rewrites only its own section, so a written
+ * summary would go stale beside it).
+ */
+function summary({ facts, requests, conversion, upload, multipart, subscriptions, publish, twoWorkers }, duration) {
+  const rows = [
+    ...requestRows(requests),
+    ...conversionSpeedRows(conversion),
+    ...conversionMemoryRows(conversion),
+    ...uploadRows(upload, multipart),
+    ...subscriptionAndPublishRows(subscriptions, publish),
+    ...twoWorkerRows(twoWorkers),
+  ];
   return [
     `Last full run: ${machineLine(facts)}; curl ${facts.curl}. The run took ${Math.floor(duration / 60)} min ${Math.round(duration % 60)} s.`,
     "",
