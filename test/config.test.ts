@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } fr
 import { readConfig } from "../src/config";
 import { migrateCommand } from "../src/http/errors";
 import { seedProduct, seedStore, uuid } from "./support/factories";
-import { api, expectJson, expectStatus, fetchApp, origin } from "./support/http";
+import { api, expectJson, expectStatus, fetchApp, origin, withBindings } from "./support/http";
 
 describe("configuration (docs/api.md, Configuration states: never a bare 500 for a configuration state)", () => {
   // A configuration problem is logged once per isolate as an error line; captured, and checked where expected.
@@ -15,11 +15,11 @@ describe("configuration (docs/api.md, Configuration states: never a bare 500 for
   const logged = (text: string) => expect(errors).toHaveBeenCalledWith(expect.stringContaining(text));
 
   it("reads every variable once with its default and names a malformed one", () => {
-    const config = readConfig({ ...env, MAX_IMAGE_EDGE: "abc", UPLOAD_TTL_SECONDS: "" } as unknown as Env);
+    const config = readConfig(withBindings({ MAX_IMAGE_EDGE: "abc", UPLOAD_TTL_SECONDS: "" }));
     expect(config.UPLOAD_TTL_SECONDS).toEqual({ ok: true, value: 900 });
     expect(config.MAX_IMAGE_EDGE.ok).toBe(false);
     expect(config.MAX_IMAGE_EDGE).toMatchObject({ problem: expect.stringContaining("MAX_IMAGE_EDGE must be") });
-    expect(readConfig({ ...env, MAX_IMAGE_EDGE: "4000" } as unknown as Env).MAX_IMAGE_EDGE.ok).toBe(false); // above 2560
+    expect(readConfig(withBindings({ MAX_IMAGE_EDGE: "4000" })).MAX_IMAGE_EDGE.ok).toBe(false); // above 2560
   });
 
   it("an unmigrated database answers 503 naming the migration command, on the first bearer call", async () => {

@@ -15,17 +15,20 @@ export const db = () => createDb(env.DB);
 /** A queue that records what the API sends, or refuses every send (`failing`), in place of the real binding. */
 export function recordingQueue(options: { failing?: boolean } = {}) {
   const sent: DeliveryMessage[] = [];
-  const queue = {
-    async send(body: DeliveryMessage) {
-      if (options.failing) throw new Error("queue unavailable");
-      sent.push(body);
-    },
-    async sendBatch(messages: Iterable<{ body: DeliveryMessage }>) {
-      if (options.failing) throw new Error("queue unavailable");
-      for (const message of messages) sent.push(message.body);
-    },
+  const send = async (body: DeliveryMessage) => {
+    if (options.failing) throw new Error("queue unavailable");
+    sent.push(body);
   };
-  return { sent, queue: queue as unknown as Queue<DeliveryMessage> };
+  const sendBatch = async (messages: Iterable<{ body: DeliveryMessage }>) => {
+    if (options.failing) throw new Error("queue unavailable");
+    for (const message of messages) sent.push(message.body);
+  };
+  // The configured binding's other members stay as they are; only what the API calls is replaced.
+  const queue: Queue<DeliveryMessage> = new Proxy(env.WEBHOOK_QUEUE, {
+    get: (target, property) =>
+      property === "send" ? send : property === "sendBatch" ? sendBatch : Reflect.get(target, property),
+  });
+  return { sent, queue };
 }
 
 type Call = { method?: string; token?: string; store?: string; body?: unknown };

@@ -15,6 +15,14 @@ type CallOptions = ApiCall & {
   env?: BindingOverrides;
 };
 
+/**
+ * The test bindings with `overrides` over them, typed as the Worker's: a variable set to a value wrangler.toml
+ * never holds (`"abc"` where a number is meant), or a stand-in for a binding.
+ */
+export function withBindings(overrides: BindingOverrides): Env {
+  return { ...env, ...overrides } as Env;
+}
+
 /** Calls the Worker's own fetch handler at `/api/v1{path}`, as a client would. */
 export function api(path: string, options: CallOptions = {}): Promise<Response> {
   const init = apiRequestInit(options);
@@ -33,7 +41,7 @@ export async function fetchApp(url: string, init: RequestInit = {}, overrides: B
   const ctx = createExecutionContext();
   const absolute = url.startsWith("http") ? url : `${origin}${url}`;
   app ??= createApp();
-  const response = await app.fetch(new Request(absolute, init), { ...env, ...overrides } as Env, ctx);
+  const response = await app.fetch(new Request(absolute, init), withBindings(overrides), ctx);
   await waitOnExecutionContext(ctx);
   return response;
 }

@@ -9,34 +9,60 @@ const lost = () => new Error("network connection lost (test: the request died af
 const recordsChange = (queries: string[]) =>
   queries.some((query) => /update "idempotency_keys" set "changed"/i.test(query));
 
-/** A statement that remembers its SQL and refuses to run once the database is `dead`. */
-class WatchedStatement {
-  constructor(
-    readonly inner: D1PreparedStatement,
-    readonly query: string,
-    private readonly dead: () => boolean,
-  ) {}
+/** One round trip to D1 as a wrapper sees it: a lone statement's call, a batch, or `exec`. */
+type Trip = { queries: string[]; kind: "statement" | "batch" | "exec" };
 
-  bind(...values: unknown[]) {
-    return new WatchedStatement(this.inner.bind(...values), this.query, this.dead);
-  }
+/** What a wrapped D1 binding does around each round trip: runs it (`run`) or not, before and after. */
+type AroundTrip = <T>(trip: Trip, run: () => Promise<T>) => Promise<T>;
 
-  private run_<T>(call: () => Promise<T>): Promise<T> {
-    return this.dead() ? Promise.reject(lost()) : call();
-  }
+const statementCalls = new Set<PropertyKey>(["first", "run", "all", "raw"]);
 
-  first(column?: string) {
-    return this.run_(() => (column === undefined ? this.inner.first() : this.inner.first(column)));
-  }
-  run() {
-    return this.run_(() => this.inner.run());
-  }
-  all() {
-    return this.run_(() => this.inner.all());
-  }
-  raw(options?: { columnNames?: boolean }) {
-    return this.run_(() => this.inner.raw(options as { columnNames: true }));
-  }
+/**
+ * `inner` with every round trip passed through `around`, typed as the binding itself: statements and sessions
+ * are proxies over the real ones (their SQL remembered), and a batch hands the real statements to D1.
+ */
+function aroundEachTrip(inner: D1Database, around: AroundTrip): D1Database {
+  const real = new WeakMap<D1PreparedStatement, { statement: D1PreparedStatement; query: string }>();
+  const watch = (statement: D1PreparedStatement, query: string): D1PreparedStatement => {
+    const watched = new Proxy(statement, {
+      get(target, property) {
+        const value = Reflect.get(target, property);
+        if (typeof value !== "function") return value;
+        if (property === "bind") return (...values: unknown[]) => watch(target.bind(...values), query);
+        if (!statementCalls.has(property)) return value.bind(target);
+        return (...args: unknown[]) =>
+          around({ queries: [query], kind: "statement" }, async () => Reflect.apply(value, target, args));
+      },
+    });
+    real.set(watched, { statement, query });
+    return watched;
+  };
+  const batchOf = (target: D1Database | D1DatabaseSession) => (statements: D1PreparedStatement[]) => {
+    const known = statements.map((statement) => real.get(statement) ?? { statement, query: "" });
+    return around({ queries: known.map((entry) => entry.query), kind: "batch" }, () =>
+      target.batch(known.map((entry) => entry.statement)),
+    );
+  };
+  const session = (target: D1DatabaseSession): D1DatabaseSession =>
+    new Proxy(target, {
+      get(sessionTarget, property) {
+        if (property === "prepare") return (query: string) => watch(sessionTarget.prepare(query), query);
+        if (property === "batch") return batchOf(sessionTarget);
+        const value = Reflect.get(sessionTarget, property);
+        return typeof value === "function" ? value.bind(sessionTarget) : value;
+      },
+    });
+  return new Proxy(inner, {
+    get(target, property) {
+      if (property === "prepare") return (query: string) => watch(target.prepare(query), query);
+      if (property === "batch") return batchOf(target);
+      if (property === "exec")
+        return (query: string) => around({ queries: [query], kind: "exec" }, () => target.exec(query));
+      if (property === "withSession") return (constraint?: string) => session(target.withSession(constraint));
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /**
@@ -46,25 +72,13 @@ class WatchedStatement {
  */
 export function dyingAfterChange(inner: D1Database): { binding: D1Database; died: () => boolean } {
   let dead = false;
-  const queries = (target: Pick<D1Database, "prepare" | "batch">) => ({
-    prepare: (query: string) => new WatchedStatement(target.prepare(query), query, () => dead),
-    async batch(statements: WatchedStatement[]) {
-      if (dead) throw lost();
-      const results = await target.batch(statements.map((statement) => statement.inner));
-      if (recordsChange(statements.map((statement) => statement.query))) dead = true;
-      return results;
-    },
+  const binding = aroundEachTrip(inner, async (trip, run) => {
+    if (dead) throw lost();
+    const result = await run();
+    if (trip.kind === "batch" && recordsChange(trip.queries)) dead = true;
+    return result;
   });
-  const binding = {
-    ...queries(inner),
-    exec: (query: string) => (dead ? Promise.reject(lost()) : inner.exec(query)),
-    dump: () => inner.dump(),
-    withSession(constraint?: string) {
-      const session = inner.withSession(constraint);
-      return { ...queries(session), getBookmark: () => session.getBookmark() };
-    },
-  };
-  return { binding: binding as unknown as D1Database, died: () => dead };
+  return { binding, died: () => dead };
 }
 
 /**
@@ -127,52 +141,15 @@ export type TracedTrip = { queries: string[]; started: number; ended: number };
 export function tracingD1(inner: D1Database): { binding: D1Database; trips: TracedTrip[] } {
   const trips: TracedTrip[] = [];
   let clock = 0;
-  const traced = async <T>(queries: string[], run: () => Promise<T>): Promise<T> => {
-    const trip = { queries, started: clock++, ended: -1 };
-    trips.push(trip);
+  const binding = aroundEachTrip(inner, async (trip, run) => {
+    if (trip.kind === "exec") return run();
+    const traced = { queries: trip.queries, started: clock++, ended: -1 };
+    trips.push(traced);
     try {
       return await run();
     } finally {
-      trip.ended = clock++;
+      traced.ended = clock++;
     }
-  };
-  class TracedStatement {
-    constructor(
-      readonly inner: D1PreparedStatement,
-      readonly query: string,
-    ) {}
-    bind(...values: unknown[]) {
-      return new TracedStatement(this.inner.bind(...values), this.query);
-    }
-    first(column?: string) {
-      return traced([this.query], () => (column === undefined ? this.inner.first() : this.inner.first(column)));
-    }
-    run() {
-      return traced([this.query], () => this.inner.run());
-    }
-    all() {
-      return traced([this.query], () => this.inner.all());
-    }
-    raw(options?: { columnNames?: boolean }) {
-      return traced([this.query], () => this.inner.raw(options as { columnNames: true }));
-    }
-  }
-  const queries = (target: Pick<D1Database, "prepare" | "batch">) => ({
-    prepare: (query: string) => new TracedStatement(target.prepare(query), query),
-    batch: (statements: TracedStatement[]) =>
-      traced(
-        statements.map((statement) => statement.query),
-        () => target.batch(statements.map((statement) => statement.inner)),
-      ),
   });
-  const binding = {
-    ...queries(inner),
-    exec: (query: string) => inner.exec(query),
-    dump: () => inner.dump(),
-    withSession(constraint?: string) {
-      const session = inner.withSession(constraint);
-      return { ...queries(session), getBookmark: () => session.getBookmark() };
-    },
-  };
-  return { binding: binding as unknown as D1Database, trips };
+  return { binding, trips };
 }

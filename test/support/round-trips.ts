@@ -1,3 +1,4 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import {
   countingBucket,
@@ -24,7 +25,7 @@ function counted(bindings: Env) {
   const d1Trips: Trips = [];
   const calls = { count: 0 };
   const r2: R2Calls = {};
-  const waits: Promise<unknown>[] = [];
+  const context = createExecutionContext();
   return {
     bindings: {
       ...bindings,
@@ -36,14 +37,10 @@ function counted(bindings: Env) {
       STORE_COORDINATOR: countingNamespace(bindings.STORE_COORDINATOR, calls),
       BUCKET: countingBucket(bindings.BUCKET, r2),
     },
-    context: {
-      waitUntil: (promise: Promise<unknown>) => waits.push(promise),
-      passThroughOnException: () => {},
-      props: {},
-    } as unknown as ExecutionContext,
+    context,
     /** Waits for the `waitUntil` work, then answers the counts. */
     async settle(): Promise<AllTrips> {
-      await Promise.all(waits);
+      await waitOnExecutionContext(context);
       return { d1: d1Trips.length, durableObjects: calls.count, r2 };
     },
   };

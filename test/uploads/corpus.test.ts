@@ -7,6 +7,7 @@
 // until its entry is removed.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   convertToWebp,
   ImageTooLargeError,
@@ -33,13 +34,30 @@ type Entry = {
 /** `tolerance`: the manifest's margin plus what libvips's own WebP at the Worker's settings loses of the reference. */
 type Reference = { width: number; height: number; by: string; tolerance: number; grid: Grid };
 
-const manifest = manifestJson as unknown as {
+type Manifest = {
   maxEdge: number;
   tolerance: number;
   files: Record<string, Entry>;
   deviations: Record<string, string>;
 };
-const reference = referenceJson as unknown as Record<string, Reference>;
+// The two JSON files as their types, once their outline is checked (an import of JSON is typed by its contents).
+const manifest = z
+  .custom<Manifest>(
+    (value) =>
+      z
+        .object({
+          maxEdge: z.number(),
+          tolerance: z.number(),
+          files: z.record(z.string(), z.object({ expect: z.string() })),
+        })
+        .safeParse(value).success,
+  )
+  .parse(manifestJson);
+const reference = z
+  .custom<Record<string, Reference>>(
+    (value) => z.record(z.string(), z.object({ width: z.number(), height: z.number() })).safeParse(value).success,
+  )
+  .parse(referenceJson);
 
 const prefix = "../fixtures/corpus/";
 /** Every image of the corpus, as a data: URL (Vite inlines them; workerd has no file system). */
