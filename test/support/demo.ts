@@ -33,12 +33,6 @@ export const demoDrafted = present(
 /** The demo store's webhook events, newest first (as GET /webhook-events lists them): their log before any publish. */
 export const demoEvents = demo.webhook_events;
 
-/** The demo's newest delivered event. */
-export const demoDeliveredEvent = present(
-  demoEvents.find((event) => event.status === "delivered"),
-  "a delivered webhook event",
-);
-
 /** The demo's newest failed event. */
 export const demoFailedEvent = present(
   demoEvents.find((event) => event.status === "failed"),
