@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { freePort, loadFixture, startDevServer } from "../../scripts/dev-server.mjs";
+import { devServerStderr } from "../setup/dev-server-stderr";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -53,6 +54,7 @@ export default async function setup(project: TestProject) {
   const pagePort = await freePort();
   const pageOrigin = `http://127.0.0.1:${pagePort}`;
   const page = await servePage(pagePort);
+  const stderr = await devServerStderr(persistTo);
   const server = await startDevServer({
     port: await freePort(),
     persistTo,
@@ -73,15 +75,20 @@ export default async function setup(project: TestProject) {
       "WEBHOOK_RETRY_SCHEDULE:1,1,1",
       "--var",
       "WEBHOOK_TIMEOUT_MS:1000",
+      // The tests run the cron handler themselves; without this, wrangler prints a seven-line warning that
+      // scheduled Workers are not triggered locally, and how to trigger them.
+      "--test-scheduled",
     ],
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "ignore", stderr.stream],
   });
   const demo = JSON.parse(await readFile(new URL("../../fixtures/demo.json", import.meta.url), "utf8"));
   await loadFixture(server.url, demo);
   project.provide("baseUrl", server.url);
   project.provide("uploadPageUrl", pageOrigin);
   return async () => {
+    stderr.stopping();
     await server.stop();
+    stderr.close();
     await new Promise((resolve) => page.close(resolve));
     await rm(persistTo, { recursive: true, force: true });
   };
