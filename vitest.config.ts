@@ -1,6 +1,8 @@
+import { availableParallelism } from "node:os";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { buildConverter, converterSettings } from "./scripts/lib/converter-build.mjs";
+import { dropExpectedDisconnects } from "./test/setup/expected-disconnects.mjs";
 
 // The secrets wrangler.toml requires, as wrangler looks for them: the plugin reads the configuration through
 // wrangler, which warns about a required secret missing from .dev.vars, .env and the environment (it does not
@@ -10,9 +12,17 @@ process.env.PLATFORM_API_SECRET = "test-platform-secret";
 // wrangler's informational lines ("Using secrets defined in process.env", once per test file) stay out of
 // the test report; its warnings and errors still show. WRANGLER_LOG=log (or debug) brings them back.
 process.env.WRANGLER_LOG ??= "warn";
+// workerd's logs of the connections tests cut on purpose (test/setup/expected-disconnects.mjs says which)
+// stay out of the report; any other line workerd writes, a real uncaught error first, still shows.
+dropExpectedDisconnects(process.stdout);
+dropExpectedDisconnects(process.stderr);
 
 export default defineConfig({
   test: {
+    // Two test files at a time on two cores (vitest's default keeps a core for itself there: one file at a
+    // time). A file's work is mostly in other processes (its own workerd, wrangler dev, Chromium), and one
+    // file's start-up or waits leave the cores to the other. From three cores up, vitest's default.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         plugins: [
@@ -28,7 +38,8 @@ export default defineConfig({
               },
               // The converter Worker, as wrangler builds it for a deploy, behind the API's CONVERTER binding
               // (wrangler.toml): the API's tests convert through the same RPC as production, in another Worker.
-              workers: [{ ...converterSettings(), ...buildConverter() }],
+              // Built once per run: the pool asks for these options again for every test file.
+              workers: [{ ...converterSettings(), ...(await buildConverter()) }],
             },
           })),
         ],
@@ -38,8 +49,9 @@ export default defineConfig({
           // Worker (the token cache, parsed configuration, leased limit slices) starts empty in every file.
           isolate: true,
           include: ["test/**/*.test.ts"],
-          // test/scripts/*.test.ts drive the deploy and token scripts in Node; test/scripts/worker/ runs here.
-          exclude: ["test/e2e/**", "test/scripts/*.test.ts"],
+          // test/scripts/*.test.ts drive the deploy and token scripts in Node, test/setup/*.test.ts the test
+          // runner's own helpers; test/scripts/worker/ runs here.
+          exclude: ["test/e2e/**", "test/scripts/*.test.ts", "test/setup/*.test.ts"],
           setupFiles: ["./test/setup/apply-migrations.ts"],
         },
       },
@@ -73,7 +85,7 @@ export default defineConfig({
       {
         test: {
           name: "scripts",
-          include: ["test/scripts/*.test.ts"],
+          include: ["test/scripts/*.test.ts", "test/setup/*.test.ts"],
           environment: "node",
           // The scripts keep no module state, so their files share workers.
           isolate: false,

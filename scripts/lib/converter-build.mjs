@@ -1,7 +1,7 @@
 // The converter Worker built as `wrangler deploy` would upload it (converter/wrangler.toml), into a throwaway
 // folder: the API's tests bind it as an auxiliary Worker (vitest.config.ts), which the test runner
 // cannot load from a wrangler configuration, only from a built script.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,26 +21,52 @@ export function converterSettings() {
   };
 }
 
+/** Runs `wrangler deploy --dry-run` for the converter into `outdir`; rejects with wrangler's output. */
+function wranglerBuild(outdir) {
+  const child = spawn(
+    process.execPath,
+    [wranglerBin, "deploy", "--dry-run", "--config", "converter/wrangler.toml", "--outdir", outdir],
+    { cwd: projectRoot, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+  );
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr.on("data", (chunk) => {
+    output += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`building the converter failed (exit ${code}):\n${output}`)),
+    );
+  });
+}
+
+/** This process's build, made on the first call. */
+let build;
+
 /**
- * Builds the converter with wrangler (esbuild, its WebAssembly modules beside the script) and returns its
+ * Builds the converter with wrangler (esbuild, its WebAssembly modules beside the script) and answers its
  * modules as the test runner's auxiliary Worker takes them, the entry first, named from their folder.
+ * Built once per process: the test pool asks for its options once per test file (each file gets a workerd
+ * of its own), and a build costs about 2 s of CPU, which 60 files would pay again for the same bytes. Not
+ * blocking either: a synchronous build stalled every running test file's module loading with it.
  */
 export function buildConverter() {
-  // A directory of this process's own, gone when it exits: test runs side by side never rebuild each other's.
-  const converterBuildDir = mkdtempSync(join(tmpdir(), "storefront-converter-build-"));
-  process.once("exit", () => rmSync(converterBuildDir, { recursive: true, force: true }));
-  const result = spawnSync(
-    process.execPath,
-    [wranglerBin, "deploy", "--dry-run", "--config", "converter/wrangler.toml", "--outdir", converterBuildDir],
-    { cwd: projectRoot, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-  );
-  if (result.status !== 0) throw new Error(`building the converter failed:\n${result.stdout}\n${result.stderr}`);
-  const wasm = readdirSync(converterBuildDir).filter((name) => name.endsWith(".wasm"));
-  return {
-    modulesRoot: converterBuildDir,
-    modules: [
-      { type: "ESModule", path: join(converterBuildDir, "index.js") },
-      ...wasm.map((name) => ({ type: "CompiledWasm", path: join(converterBuildDir, name) })),
-    ],
-  };
+  build ??= (async () => {
+    // A directory of this process's own, gone when it exits: test runs side by side never rebuild each other's.
+    const converterBuildDir = mkdtempSync(join(tmpdir(), "storefront-converter-build-"));
+    process.once("exit", () => rmSync(converterBuildDir, { recursive: true, force: true }));
+    await wranglerBuild(converterBuildDir);
+    const wasm = readdirSync(converterBuildDir).filter((name) => name.endsWith(".wasm"));
+    return {
+      modulesRoot: converterBuildDir,
+      modules: [
+        { type: "ESModule", path: join(converterBuildDir, "index.js") },
+        ...wasm.map((name) => ({ type: "CompiledWasm", path: join(converterBuildDir, name) })),
+      ],
+    };
+  })();
+  return build;
 }
