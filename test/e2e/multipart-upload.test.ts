@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 // @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
 import { loadFixture } from "../../scripts/dev-server.mjs";
 import { browserAvailable, launchBrowser } from "../support/browser";
+import { poll } from "../support/poll";
 import { expectJson, expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
@@ -67,6 +68,103 @@ type PartEvent = {
   etag?: string;
 };
 
+/** The multipart reservation prepare answered the page: where each part goes and with which headers. */
+type Reservation = {
+  id: string;
+  upload_request: { headers: Record<string, string> };
+  multipart: { part_url: string };
+};
+
+/** What the page sent and read while it uploaded, as the test watches it from the browser's side. */
+type UploadTraffic = {
+  parts: PartEvent[];
+  resumeReads: { parts: { part_number: number; etag: string }[] }[];
+  reservation?: Reservation;
+  /** The phase stamped on each part event from now on. */
+  phase: PartEvent["at"];
+};
+
+/** Records the page's part PUTs (answered or failed), its prepare's reservation and its resume reads. */
+function watchUploadTraffic(page: Page): UploadTraffic {
+  const traffic: UploadTraffic = { parts: [], resumeReads: [], phase: "before-cut" };
+  const partOf = (url: string) => Number(/\/parts\/(\d+)$/.exec(new URL(url).pathname)?.[1] ?? Number.NaN);
+  page.on("response", async (response) => {
+    const request = response.request();
+    const url = new URL(request.url());
+    const uploadId = traffic.reservation?.id;
+    if (request.method() === "PUT" && url.pathname.includes("/parts/")) {
+      const at = traffic.phase;
+      const etag = (await response.allHeaders()).etag;
+      traffic.parts.push({ part: partOf(request.url()), at, outcome: response.status(), etag });
+    } else if (request.method() === "POST" && url.pathname.endsWith("/media-uploads")) {
+      traffic.reservation = await expectJson<Reservation>(response, 201);
+    } else if (request.method() === "GET" && uploadId && url.pathname.endsWith(`/media-uploads/${uploadId}`)) {
+      traffic.resumeReads.push(await expectJson(response, 200));
+    }
+  });
+  page.on("requestfailed", (request) => {
+    if (request.method() === "PUT" && request.url().includes("/parts/")) {
+      traffic.parts.push({ part: partOf(request.url()), at: traffic.phase, outcome: "failed" });
+    }
+  });
+  return traffic;
+}
+
+/**
+ * Whether the server still stores part `part` for a PUT the cut broke: the part stays leased to that PUT
+ * until its body has failed or been stored. Asked with a PUT whose Content-Length is wrong, which stores
+ * nothing: a leased part answers 409 before the length is checked, a free one 422.
+ */
+async function partStillLeased(reservation: Reservation, part: number): Promise<boolean> {
+  const response = await fetch(reservation.multipart.part_url.replace("{part_number}", String(part)), {
+    method: "PUT",
+    headers: { ...reservation.upload_request.headers, "Content-Type": "video/mp4" },
+    body: "x",
+  });
+  if (response.status === 409) return true;
+  await expectStatus(response, 422);
+  return false;
+}
+
+/**
+ * Waits until the server has settled every part PUT the cut broke (stored it or dropped it). Restoring the
+ * network before that makes the client re-send those parts into a 409, and its first resume read miss
+ * the ones still being stored.
+ */
+async function untilCutPartsSettle(traffic: UploadTraffic): Promise<void> {
+  const reservation = traffic.reservation;
+  if (!reservation) throw new Error("the page cut off before prepare answered");
+  // Asked again each round: the browser reports the PUTs the cut broke one by one.
+  const broken = () => [...new Set(traffic.parts.filter((e) => e.outcome === "failed").map((e) => e.part))];
+  await poll(
+    () => Promise.all(broken().map(async (part) => ({ part, leased: await partStillLeased(reservation, part) }))),
+    (parts) => parts.length > 0 && parts.every((part) => !part.leased),
+    { what: "every part the cut broke settled on the server", timeoutMs: 30_000 },
+  );
+}
+
+/**
+ * The resume after the cut: the client asked the API which parts it holds, the API named those stored
+ * before, the client sent none of those again, and every part was stored exactly once.
+ */
+function expectResumedWithoutResending(traffic: UploadTraffic, storedBeforeRestore: Set<number>, partCount: number) {
+  const { parts, resumeReads } = traffic;
+  // After the cut the client asked the API which parts it holds; the API's answer named those stored before.
+  expect(resumeReads.length).toBeGreaterThanOrEqual(1);
+  const heldAtResume = new Map(resumeReads[0]?.parts.map((part) => [part.part_number, part.etag]));
+  for (const part of storedBeforeRestore) {
+    expect(heldAtResume.get(part), `part ${part}`).toBe(parts.find((e) => e.part === part && e.outcome === 204)?.etag);
+  }
+  // ...and sent none of those again. A part whose 204 the cut swallowed was stored all the same: the API
+  // listed it, so it was not sent again either. No part was stored twice, none is missing.
+  const resent = parts.filter((event) => event.at === "after-cut" && heldAtResume.has(event.part));
+  expect(resent).toEqual([]);
+  const answered = parts.filter((event) => event.outcome === 204).map((event) => event.part);
+  expect(new Set(answered).size).toBe(answered.length);
+  const stored = [...new Set([...answered, ...heldAtResume.keys()])].sort((a, b) => a - b);
+  expect(stored).toEqual(Array.from({ length: partCount }, (_, i) => i + 1));
+}
+
 describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another origin survives a cut connection", () => {
   let browser: Browser;
   let dir: string;
@@ -114,33 +212,8 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     const fileHash = await writeVideo(path, FILE_BYTES);
     const context: BrowserContext = await browser.newContext();
     const page: Page = await context.newPage();
-
-    let phase: PartEvent["at"] = "before-cut";
-    const parts: PartEvent[] = [];
-    const partOf = (url: string) => Number(/\/parts\/(\d+)$/.exec(new URL(url).pathname)?.[1] ?? Number.NaN);
-    const resumeReads: { parts: { part_number: number; etag: string }[] }[] = [];
-    let uploadId: string | undefined;
-    page.on("response", async (response) => {
-      const request = response.request();
-      const url = new URL(request.url());
-      if (request.method() === "PUT" && url.pathname.includes("/parts/")) {
-        parts.push({
-          part: partOf(request.url()),
-          at: phase,
-          outcome: response.status(),
-          etag: (await response.allHeaders()).etag,
-        });
-      } else if (request.method() === "POST" && url.pathname.endsWith("/media-uploads")) {
-        uploadId = (await expectJson<{ id: string }>(response, 201)).id;
-      } else if (request.method() === "GET" && uploadId && url.pathname.endsWith(`/media-uploads/${uploadId}`)) {
-        resumeReads.push(await expectJson(response, 200));
-      }
-    });
-    page.on("requestfailed", (request) => {
-      if (request.method() === "PUT" && request.url().includes("/parts/")) {
-        parts.push({ part: partOf(request.url()), at: phase, outcome: "failed" });
-      }
-    });
+    const traffic = watchUploadTraffic(page);
+    const { parts } = traffic;
 
     const query = new URLSearchParams({ api: `${baseUrl}/api/v1`, token: store.token, store: store.id });
     await page.goto(`${pageUrl}/?${query}`);
@@ -151,15 +224,12 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     await expect
       .poll(() => parts.filter((event) => event.outcome === 204).length, { timeout: 60_000, interval: 50 })
       .toBeGreaterThanOrEqual(PARTS_BEFORE_CUT);
-    phase = "during-cut";
+    traffic.phase = "during-cut";
     await context.setOffline(true);
     await expect.poll(() => page.locator("#status").textContent(), { timeout: 10_000 }).toContain("Connection lost");
-    // A fixed wait, kept on purpose: the parts cut mid-body are still being stored (or dropped) by the
-    // server, and the API shows no part in progress to poll for. Restoring the network before they settle
-    // makes the client re-send them into a 409 and the first resume read miss them.
-    await page.waitForTimeout(1500);
+    await untilCutPartsSettle(traffic);
     const storedBeforeRestore = new Set(parts.filter((event) => event.outcome === 204).map((event) => event.part));
-    phase = "after-cut";
+    traffic.phase = "after-cut";
     await context.setOffline(false);
 
     await expect
@@ -170,25 +240,10 @@ describe.skipIf(!browserAvailable)("a 300 MB upload from a browser on another or
     expect(parts.some((event) => event.at === "during-cut" && event.outcome === "failed")).toBe(true);
     const partCount = Math.ceil(FILE_BYTES / (8 * MiB));
     expect(storedBeforeRestore.size).toBeLessThan(partCount);
-    // After the cut the client asked the API which parts it holds; the API's answer named those stored before.
-    expect(resumeReads.length).toBeGreaterThanOrEqual(1);
-    const heldAtResume = new Map(resumeReads[0]?.parts.map((part) => [part.part_number, part.etag]));
-    for (const part of storedBeforeRestore) {
-      expect(heldAtResume.get(part), `part ${part}`).toBe(
-        parts.find((e) => e.part === part && e.outcome === 204)?.etag,
-      );
-    }
-    // ...and sent none of those again. A part whose 204 the cut swallowed was stored all the same: the API
-    // listed it, so it was not sent again either. No part was stored twice, none is missing.
-    const resent = parts.filter((event) => event.at === "after-cut" && heldAtResume.has(event.part));
-    expect(resent).toEqual([]);
-    const answered = parts.filter((event) => event.outcome === 204).map((event) => event.part);
-    expect(new Set(answered).size).toBe(answered.length);
-    const stored = [...new Set([...answered, ...heldAtResume.keys()])].sort((a, b) => a - b);
-    expect(stored).toEqual(Array.from({ length: partCount }, (_, i) => i + 1));
+    expectResumedWithoutResending(traffic, storedBeforeRestore, partCount);
 
     const fileUrl = (await page.locator("#result code").textContent()) as string;
-    expect(fileUrl).toBe(`${baseUrl}/media/${store.id}/${uploadId}.mp4`);
+    expect(fileUrl).toBe(`${baseUrl}/media/${store.id}/${traffic.reservation?.id}.mp4`);
     expect(await page.locator("#hosted-video").count()).toBe(1);
     const hosted = await sha256Of(fileUrl);
     expect(hosted).toEqual({ hash: fileHash, bytes: FILE_BYTES, type: "video/mp4" });
