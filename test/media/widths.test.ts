@@ -9,8 +9,9 @@ import { mediaKey, mediaWidthKey, privateFileKey } from "../../src/storage/keys"
 import { srcset } from "../../src/uploads/srcset";
 import { WidthClaims, widthClaimMs } from "../../src/uploads/width-claims";
 import { uuid } from "../support/factories";
-import { api, json, origin } from "../support/http";
+import { api, json, origin, withBindings } from "../support/http";
 import { gif } from "../support/media-bytes";
+import { poll } from "../support/poll";
 import { complete, stage } from "../support/uploads";
 
 const defaultWidths = [160, 320, 480, 640, 960, 1280, 1920];
@@ -39,24 +40,20 @@ const fetchUrl = (url: string, init?: RequestInit) => exports.default.fetch(new 
 const bytesOf = async (response: Response) => new Uint8Array(await response.arrayBuffer());
 
 /** Waits until the edge cache holds `url` (it is written after the answer, in the background). */
-async function cachedCopy(url: string): Promise<Response> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const found = await caches.default.match(url);
-    if (found) return found;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`no cached copy of ${url}`);
-}
+const cachedCopy = (url: string) =>
+  poll(
+    () => caches.default.match(url),
+    (found): found is Response => found !== undefined,
+    { intervalMs: 10, what: `a cached copy of ${url}` },
+  );
 
 /** Waits until R2 holds `key` (a made width is stored after the answer, in the background). */
-async function storedObject(key: string): Promise<R2Object> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const found = await env.BUCKET.head(key);
-    if (found) return found;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`nothing stored at ${key}`);
-}
+const storedObject = (key: string) =>
+  poll(
+    () => env.BUCKET.head(key),
+    (found): found is R2Object => found !== null,
+    { intervalMs: 10, what: `an object at ${key}` },
+  );
 
 /** A WebP whose VP8X header announces an animation (what hosting keeps unchanged). */
 function animatedWebp(): Uint8Array {
@@ -93,7 +90,7 @@ describe("hosted result of a converted image", () => {
   });
 });
 
-describe("GET {file_url}?width=N", () => {
+describe("GET {file_url}?width=N: the width made", () => {
   it("answers a WebP exactly N wide, height round(height × N / width), the picture kept", async () => {
     const { url } = await hostImage(quadrants(1000, 333), 1000, 333);
     for (const [width, height] of [
@@ -140,7 +137,9 @@ describe("GET {file_url}?width=N", () => {
     }
     expect(widthGenerations()).toBe(before);
   });
+});
 
+describe("GET {file_url}?width=N: widths refused or ignored", () => {
   it("any width not in the list, not a decimal integer, or repeated answers 400 naming the configured widths", async () => {
     const { url } = await hostImage(quadrants(400, 300), 400, 300);
     for (const query of [
@@ -215,7 +214,9 @@ describe("GET {file_url}?width=N", () => {
       expect(await bytesOf(response)).toEqual(bytes);
     }
   });
+});
 
+describe("GET {file_url}?width=N: the hosted image's headers", () => {
   it("has the hosted image's headers: strong ETag of its bytes, immutable, Content-Length, HEAD, Range, If-None-Match", async () => {
     const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
     const variantUrl = `${url}?width=640`;
@@ -252,7 +253,7 @@ describe("GET {file_url}?width=N", () => {
   });
 });
 
-describe("made once, then served from the cache or R2", () => {
+describe("a width made once, then served from memory, the cache or R2", () => {
   it("concurrent first requests answer identical bytes and decode the hosted image once", async () => {
     const { url } = await hostImage(quadrants(1600, 1000), 1600, 1000);
     const before = widthGenerations();
@@ -312,7 +313,9 @@ describe("made once, then served from the cache or R2", () => {
     }
     expect(await bytesOf(fromMemory)).toEqual(await bytesOf(fromCache));
   });
+});
 
+describe("a width made once: failed generations and several widths at once", () => {
   it("a failed generation answers 503 with Retry-After, stores nothing, and the next request makes it", async () => {
     const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
     const key = mediaKey(storeId, uploadId, "webp");
@@ -416,16 +419,16 @@ describe("width claims (the store coordinator's record of who makes a width)", (
 
 describe("IMAGE_WIDTHS", () => {
   it("defaults to 160…1920, is kept sorted without repeats, and a malformed list is reported", () => {
-    expect(readConfig({ ...env, IMAGE_WIDTHS: "" } as unknown as Env).IMAGE_WIDTHS).toEqual({
+    expect(readConfig(withBindings({ IMAGE_WIDTHS: "" })).IMAGE_WIDTHS).toEqual({
       ok: true,
       value: defaultWidths,
     });
-    expect(readConfig({ ...env, IMAGE_WIDTHS: " 800, 400 ,800" } as unknown as Env).IMAGE_WIDTHS).toEqual({
+    expect(readConfig(withBindings({ IMAGE_WIDTHS: " 800, 400 ,800" })).IMAGE_WIDTHS).toEqual({
       ok: true,
       value: [400, 800],
     });
     for (const bad of ["abc", "0,320", "320,,640", "4000", "320.5"]) {
-      const entry = readConfig({ ...env, IMAGE_WIDTHS: bad } as unknown as Env).IMAGE_WIDTHS;
+      const entry = readConfig(withBindings({ IMAGE_WIDTHS: bad })).IMAGE_WIDTHS;
       expect(entry, bad).toMatchObject({ ok: false, problem: expect.stringContaining("IMAGE_WIDTHS must be") });
     }
   });
