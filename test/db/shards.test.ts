@@ -20,7 +20,7 @@ import {
   uuid,
   variantInput,
 } from "../support/factories";
-import { expectJson, expectStatus, origin } from "../support/http";
+import { expectJson, expectStatus, origin, withBindings } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 import { seedSubscriptions } from "../support/subscriptions";
 
@@ -99,7 +99,7 @@ async function count(home: string, sql: string, ...values: unknown[]) {
   return row?.n ?? 0;
 }
 
-describe("stores on two shards", () => {
+describe("stores on two shards: where a store and its rows live", () => {
   it("the Worker has two shards locally, and new stores alternate between them", async () => {
     expect(shardNames(env)).toEqual(["SHARD_0", "SHARD_1"]);
     const homes = [];
@@ -133,7 +133,9 @@ describe("stores on two shards", () => {
     expect(await count("DB", "SELECT count(*) AS n FROM store_directory WHERE store_id = ?", a.storeId)).toBe(1);
     expect(await count("DB", "SELECT count(*) AS n FROM api_tokens WHERE store_ids LIKE ?", `%${a.storeId}%`)).toBe(1);
   });
+});
 
+describe("stores on two shards: the databases a request reaches", () => {
   it("every request of a store reaches its home only, and DB only for a cold token", async () => {
     const { a, b } = await storesOnBothShards();
     for (const store of [a, b]) {
@@ -194,7 +196,9 @@ describe("stores on two shards", () => {
     await expectStatus(await call(bindings, `/products/${uuid()}`, { token }), 404);
     expect(Object.keys(reached()).sort()).toEqual([a.home, b.home].sort());
   });
+});
 
+describe("stores on two shards: one token over both", () => {
   it("a token of stores on both shards, without X-Service-Store, acts on each store's own product, variant and draft through every route whose path id names them", async () => {
     const { a, b } = await storesOnBothShards();
     const token = await seedToken([a.storeId, b.storeId]);
@@ -272,7 +276,9 @@ describe("stores on two shards", () => {
       }
     }
   });
+});
 
+describe("stores on two shards: bookmarks and the fixture loader", () => {
   it("a bookmark names its database; sent to a store of the other shard it reads from the primary, never fails", async () => {
     const { a, b } = await storesOnBothShards();
     const token = await seedToken([a.storeId, b.storeId]);
@@ -338,7 +344,9 @@ describe("stores on two shards", () => {
     expect(perShard("SHARD_1")).toBeGreaterThanOrEqual(55);
     expect(perShard("SHARD_0") + perShard("SHARD_1")).toBe(120);
   });
+});
 
+describe("stores on two shards: the queue consumer and the sweep", () => {
   it("the queue consumer delivers an event from its store's shard, and the sweep visits every shard", async () => {
     const { a, b } = await storesOnBothShards();
     const events = [];
@@ -381,7 +389,7 @@ describe("the queue consumer with a shard down", () => {
     const unavailable = () => {
       throw new Error("D1 unavailable");
     };
-    const broken = { ...env, SHARD_1: { prepare: unavailable, batch: unavailable } } as unknown as Env;
+    const broken = withBindings({ SHARD_1: { prepare: unavailable, batch: unavailable } });
     const batch = createMessageBatch("storefront-checkout-webhooks", [
       { id: "m0", timestamp: new Date(), attempts: 1, body: { id: `evt_${uuid()}` } },
     ]);

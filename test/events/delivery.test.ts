@@ -55,7 +55,7 @@ async function consume(ids: string[], deps: DeliveryDeps, attempts = 1) {
 const verify = (secret: string, received: { headers: Headers; body: string }) =>
   new Webhook(secret).verify(received.body, Object.fromEntries(received.headers));
 
-describe("the queue consumer", () => {
+describe("the queue consumer: what the receiver's answer does", () => {
   it("a 2xx answer acks the message and marks the event delivered; the request verifies with standardwebhooks", async () => {
     const { event, secret } = await pendingEvent();
     const receiver = fakeReceiver(() => new Response("ok"));
@@ -124,7 +124,9 @@ describe("the queue consumer", () => {
     expect(result.explicitAcks).toHaveLength(1);
     expect(await storedEvent(event.id)).toMatchObject({ status: "failed", attempts: 1, nextAttemptAt: null });
   });
+});
 
+describe("the queue consumer: the last retry, timeouts and messages out of turn", () => {
   it("after the schedule's last retry the event is failed and stays listed with every attempt", async () => {
     const { event } = await pendingEvent();
     let clock = Date.now();
@@ -183,7 +185,9 @@ describe("the queue consumer", () => {
     expect((await getQueueResult(batch, ctx)).explicitAcks).toEqual(["m1"]);
     logs.expectLogged("warn", { message: "webhook queue: malformed message dropped", message_id: "m1" });
   });
+});
 
+describe("the queue consumer: signatures during a secret rotation", () => {
   it("during a rotation's overlap every request carries both signatures, each verifying with its own secret", async () => {
     const { event, storeId, secret: oldSecret } = await pendingEvent();
     const newSecret = await rotateStoreSecret(db(), storeId, 3600);
@@ -208,7 +212,7 @@ describe("the queue consumer", () => {
   });
 });
 
-describe("faults", () => {
+describe("faults: a consumer that dies or is cut off", () => {
   it("a consumer that dies after the POST, before recording it, delivers once more later with the same webhook-id", async () => {
     const { event, secret } = await pendingEvent();
     const receiver = fakeReceiver(() => new Response("ok"));
@@ -278,7 +282,9 @@ describe("faults", () => {
     expect(receiver.received.map((r) => r.headers.get("webhook-id"))).toEqual([event.id, event.id]);
     expect((await storedEvent(event.id))?.status).toBe("delivered");
   });
+});
 
+describe("faults: attempts that overlap", () => {
   it("an attempt that outlived its claim cannot overwrite the attempt that took over: its POST is logged, its outcome is not", async () => {
     const { event } = await pendingEvent();
     const start = Date.now();
@@ -326,7 +332,9 @@ describe("faults", () => {
     expect(outcome).toEqual({ kind: "wait", delaySeconds: 20 });
     expect(receiver.received).toEqual([]);
   });
+});
 
+describe("faults: the sweep re-enqueues what was lost", () => {
   it("an event whose enqueue failed is re-enqueued by the sweep once overdue, then delivered", async () => {
     const { event } = await pendingEvent();
     const { sent, queue } = recordingQueue();
@@ -382,7 +390,9 @@ describe("faults", () => {
     expect(await storedEvent(old.id)).toBeUndefined();
     expect(await storedEvent(recent.id)).toBeDefined();
   });
+});
 
+describe("faults: dead letters and a publish body never written", () => {
   it("a dead-lettered message marks its event failed with the reason in the attempt log", async () => {
     const { event } = await pendingEvent();
     const batch = createMessageBatch("storefront-checkout-webhooks-dlq", [

@@ -25,7 +25,7 @@ async function hookedProductWithDraft(url: string | null) {
   return { storeId, token, product };
 }
 
-describe("events made by publish", () => {
+describe("events made by publish: the event and its target", () => {
   it("a publish that answers 200 writes one product.published event whose payload is the answer, and enqueues its id", async () => {
     const url = hookUrl();
     const { storeId, token, product } = await hookedProductWithDraft(url);
@@ -80,7 +80,9 @@ describe("events made by publish", () => {
     await expectStatus(response, 200);
     expect((await eventsOf(token, product.id)).map((event) => event.url)).toEqual([url]);
   });
+});
 
+describe("events made by publish: refusals and failures", () => {
   it("a malformed WEBHOOK_ALLOW_HTTP answers 503 naming it on a publish to an http: URL, and nothing changes", async () => {
     const { token, product } = await hookedProductWithDraft("http://127.0.0.1:9/hook");
     const { queue } = recordingQueue();
@@ -149,7 +151,7 @@ describe("events made by publish", () => {
   });
 });
 
-describe("events made by custom-field deletes", () => {
+describe("events made by custom-field deletes: the live and variant deletes", () => {
   it("a live delete that answers 204 writes product.custom_field.deleted with store, product, null variant, list and name", async () => {
     const { storeId, token } = await seedStore();
     const url = hookUrl();
@@ -224,7 +226,9 @@ describe("events made by custom-field deletes", () => {
     expect(await eventsOf(token, drafted.id)).toEqual([]);
     expect(sent).toEqual([]);
   });
+});
 
+describe("events made by custom-field deletes: draft deletes and a failed enqueue", () => {
   it("a draft delete sends no event", async () => {
     const { storeId, token } = await seedStore();
     const product = await seedProduct(storeId, {
