@@ -352,7 +352,7 @@ function gapLine(label, rows) {
   const [webp, hosted, master] = [(r) => r.webpSsim, (r) => r.avifSsim, (r) => r.master.ssim].map((pick) =>
     mean(rows.map(pick)),
   );
-  const share = webp > hosted ? `, ${pct((master - hosted) / (webp - hosted))} of the gap` : "";
+  const share = webp > hosted ? ` against a gap of ${(webp - hosted).toFixed(4)}` : "";
   return `${label} (${rows.length} rows): WebP ${webp.toFixed(4)}, AVIF from the hosted WebP ${hosted.toFixed(4)}, AVIF from the master ${master.toFixed(4)} (${master >= hosted ? "+" : ""}${(master - hosted).toFixed(4)}${share})`;
 }
 
