@@ -22,7 +22,7 @@ import { num, projectRoot, table } from "./bench-lib.mjs";
 /** The converter's settings (converter/src/convert/avif.ts). */
 export const SERVICE_AVIF = { quality: 62, speed: 8 };
 /** Single production settings tried on every row (hosted source), beside the service's. */
-export const SWEEP = [...[62, 66, 70, 74, 78, 82].map((quality) => ({ quality, speed: 8 })), { quality: 70, speed: 7 }];
+const SWEEP = [...[62, 66, 70, 74, 78, 82].map((quality) => ({ quality, speed: 8 })), { quality: 70, speed: 7 }];
 
 // ---------------------------------------------------------------------------------------------
 // SSIM on luma
