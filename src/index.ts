@@ -1,7 +1,6 @@
 import { inArray, sql } from "drizzle-orm";
 import { createApp } from "./app";
 import { setting } from "./config";
-import type { Database } from "./db/client";
 import { fencedStore } from "./db/fence";
 import { dropExpiredKeys } from "./db/idempotency-keys";
 import { webhookEvents } from "./db/schema";
@@ -10,9 +9,8 @@ import { handleDeadLetters, handleDeliveryBatch, processingRetrySeconds } from "
 import type { DeliveryMessage } from "./events/records";
 import { dropsExpired, sweepAgainAfterMs, sweepEvents } from "./events/sweep";
 import { targetRefusal } from "./events/targets";
-import { ApiError } from "./http/errors";
 import { log } from "./lib/log";
-import { readLiveProduct } from "./products/queries";
+import { liveProductOrNull } from "./products/queries";
 
 export { RateLimiter } from "./limits/rate-limiter";
 export { StoreCoordinator } from "./uploads/coordinator/store-coordinator";
@@ -21,16 +19,6 @@ const app = createApp();
 
 /** Messages of the dead-letter queue (see wrangler.toml) end their event; the rest are deliveries. */
 const isDeadLetterQueue = (name: string) => name.endsWith("-dlq");
-
-/** The live product resource, or null when it is archived or gone (a 404 to the API). */
-async function liveProductOrNull(db: Database, storeId: string, productId: string) {
-  try {
-    return (await readLiveProduct(db, productId, [storeId])).resource;
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return null;
-    throw error;
-  }
-}
 
 /**
  * The messages of a batch by the home database their event lives in. A message carries only the event's id

@@ -3,8 +3,7 @@ import { upsertStatements } from "../db/batch";
 import type { Database } from "../db/client";
 import { type WebhookAttempt, webhookEvents } from "../db/schema";
 import { eventBody, fillEventBody } from "../events/records";
-import { ApiError } from "../http/errors";
-import { readLiveProduct } from "../products/queries";
+import { liveProductOrNull } from "../products/queries";
 import type { FixtureWebhookEvent } from "./fixture-schema";
 
 type EventRow = typeof webhookEvents.$inferSelect;
@@ -62,16 +61,6 @@ export function eventStatements(
     webhookEvents.id,
     events.map((event) => fixtureEventRow(event, now)),
   );
-}
-
-/** The live product resource, or null when it is archived or gone (as a delivery rebuilds a body: index.ts). */
-async function liveProductOrNull(db: Database, storeId: string, productId: string) {
-  try {
-    return (await readLiveProduct(db, productId, [storeId])).resource;
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return null;
-    throw error;
-  }
 }
 
 /**

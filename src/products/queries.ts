@@ -104,6 +104,19 @@ export async function readLiveProduct(
   return { product, resource: liveProductView(product, variantRows, fieldRows, draftRows.length > 0) };
 }
 
+/**
+ * The live product resource of `productId` in `storeId`, or null when it is archived or gone (a 404 to the
+ * API): what an event's body holds when a delivery or the fixture loader rebuilds it.
+ */
+export async function liveProductOrNull(db: Database, storeId: string, productId: string): Promise<Product | null> {
+  try {
+    return (await readLiveProduct(db, productId, [storeId])).resource;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    throw error;
+  }
+}
+
 /** The product's overlay with its version, or null when it has none. */
 export async function findDraft(db: Database, productId: string) {
   const draft = await db.query.drafts.findFirst({ where: eq(drafts.productId, productId) });
