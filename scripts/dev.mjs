@@ -48,15 +48,17 @@ const receiver = await startReceiver({
 });
 const token = demo.tokens[0].token;
 const product = demo.products.find((candidate) => candidate.status === "published");
+const seen = await whatTheTokenSees(server.url, token, demo.products);
 
 console.log(`
 Storefront Checkout API is running at ${server.url}/api/v1
   API reference:  ${server.url}/api/v1/docs
   Upload page:    ${server.url}/api/v1/_dev/upload?${new URLSearchParams({ token, store: store.id })}
   Database:       local D1 in ${persistTo ?? ".wrangler/state"}, every migration applied
-  Demo data:      ${Object.entries(loaded)
-    .map(([name, count]) => `${count} ${name}`)
-    .join(", ")}
+  Demo data:      the demo token sees ${seen.products} products, ${seen.crossSells} cross-sells in their lists, ${seen.subscriptions} subscriptions, ${seen.events} events
+                  (loaded: ${Object.entries(loaded)
+                    .map(([name, count]) => `${count} ${name}`)
+                    .join(", ")}; the second store is no demo token's)
   Demo store id:  ${store.id} (${store.name})
   Demo token:     ${token}
 
@@ -78,3 +80,26 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 // Either Worker's process gone ends the service (the other is stopped with it).
 for (const worker of [server.child, server.converter]) worker.on("exit", (code) => process.exit(code ?? 0));
+
+/**
+ * What the demo token is answered, asked of the running service: the first figures a newcomer reads are the
+ * ones their requests will show (the fixture also holds a store no demo token may see).
+ */
+async function whatTheTokenSees(url, token, products) {
+  const total = async (path) => {
+    const response = await fetch(`${url}/api/v1${path}`, { headers: { Authorization: `Bearer ${token}` } });
+    if (response.status === 404) return null;
+    if (!response.ok) throw new Error(`GET ${path} answered ${response.status}`);
+    return (await response.json()).pagination.total;
+  };
+  const lists = await Promise.all(
+    products.map((candidate) => total(`/products/${candidate.id}/cross-sells?per_page=1`)),
+  );
+  const readable = lists.filter((listed) => listed !== null);
+  return {
+    products: readable.length,
+    crossSells: readable.reduce((sum, listed) => sum + listed, 0),
+    subscriptions: await total("/subscriptions?per_page=1"),
+    events: await total("/webhook-events?per_page=1"),
+  };
+}

@@ -57,13 +57,13 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     });
   });
 
-  it("its first figures are what the demo token sees: its products, their cross-sells, its subscriptions", async () => {
+  it("its first figures are what the demo token sees: its products, their cross-sells, its subscriptions, its events", async () => {
     const figures =
-      /\*\*(\d+) products\*\* \((\d+) published,\s+(\d+) draft[^)]*,\s+(\d+) archived\), \*\*(\d+) cross-sells\*\*[^*]*\*\*(\d+) subscriptions\*\*,\s+(\d+) of them active/.exec(
+      /\*\*(\d+) products\*\* \((\d+) published,\s+(\d+) draft[^;]*;\s+a fifth, archived, answers 404\), \*\*(\d+) cross-sells\*\*[^*]*\*\*(\d+) subscriptions\*\*,\s+(\d+) of them active, and \*\*(\d+) events\*\*/.exec(
         readme,
       );
     expect(figures, "the README's figures of the demo token").not.toBeNull();
-    const [products, published, drafts, archived, crossSells, subscriptions, active] = (figures ?? [])
+    const [products, published, drafts, crossSells, subscriptions, active, events] = (figures ?? [])
       .slice(1)
       .map(Number);
     // Every figure is counted before anything is compared, so a mismatch shows them all.
@@ -83,21 +83,18 @@ describe("the README's snippets, run as written against wrangler dev", () => {
         return (await expectJson<{ pagination: { total: number } }>(response, 200)).pagination.total;
       }),
     );
-    const total = async (query: string) =>
-      (
-        await expectJson<{ pagination: { total: number } }>(
-          await fetch(`${baseUrl}/api/v1/subscriptions?${query}`, { headers }),
-          200,
-        )
-      ).pagination.total;
-    expect({ products, published, drafts, archived, crossSells, subscriptions, active }).toEqual({
-      products: storeProducts.length,
+    const total = async (path: string) =>
+      (await expectJson<{ pagination: { total: number } }>(await fetch(`${baseUrl}/api/v1${path}`, { headers }), 200))
+        .pagination.total;
+    expect({ products, published, drafts, archived: 1, crossSells, subscriptions, active, events }).toEqual({
+      products: storeProducts.length - count("archived"),
       published: count("published"),
       drafts: count("draft"),
       archived: count("archived"),
       crossSells: listed.reduce((sum, listTotal) => sum + listTotal, 0),
-      subscriptions: await total("per_page=1"),
-      active: await total("per_page=1&status=active"),
+      subscriptions: await total("/subscriptions?per_page=1"),
+      active: await total("/subscriptions?per_page=1&status=active"),
+      events: await total("/webhook-events?per_page=1"),
     });
   });
 
