@@ -29,7 +29,7 @@ async function productWith(count: number, extra: Record<string, unknown> = {}) {
 const list = (productId: string, token: string, query = "", draft = false) =>
   api(`/products/${productId}${draft ? "/draft" : ""}/cross-sells${query}`, { token });
 
-describe("GET /products/{productId}/cross-sells", () => {
+describe("GET /products/{productId}/cross-sells: the items listed", () => {
   it("returns {items, pagination} with every field of the Cross-sell resource", async () => {
     const { storeId, token } = await seedStore();
     const item = crossSell(1, {
@@ -91,7 +91,9 @@ describe("GET /products/{productId}/cross-sells", () => {
     const body = await expectJson<List>(await list(product.id, token), 200);
     expect(body).toEqual({ items: [], pagination: { current_page: 1, total_pages: 1, per_page: 25, total: 0 } });
   });
+});
 
+describe("GET /products/{productId}/cross-sells: pages", () => {
   it("pages by 25 by default: exactly 25 is one page, 26 is two", async () => {
     const exact = await productWith(25);
     const one = await expectJson<List>(await list(exact.product.id, exact.token), 200);
@@ -146,7 +148,9 @@ describe("GET /products/{productId}/cross-sells", () => {
       expect(Object.keys(body.errors), query).toEqual([field]);
     }
   });
+});
 
+describe("GET /products/{productId}/cross-sells: access and ids", () => {
   it("store rules: a store the token may not act on is 403 no API access; another store's product is 404", async () => {
     const { token, product } = await productWith(1);
     const other = await productWith(1);

@@ -61,7 +61,7 @@ describe("limiter object: leases", () => {
   });
 });
 
-describe("leased general limit (one isolate)", () => {
+describe("leased general limit (one isolate): refills and exhaustion", () => {
   it("lease refill: a sequential client goes past its first slice with only its first lease call awaited", async () => {
     const limit = 100;
     const budgets = new LeasedBudgets();
@@ -136,7 +136,9 @@ describe("leased general limit (one isolate)", () => {
     expect(budgets.calls.sync).toBe(2);
     await settle();
   });
+});
 
+describe("leased general limit (one isolate): concurrency, remembered tokens and the window", () => {
   it("admits exactly the limit of many concurrent requests in one isolate", async () => {
     const limit = 25;
     const budgets = new LeasedBudgets();

@@ -28,7 +28,7 @@ async function productName(
  * isolate's memory for READ_CACHE_MS, as fresh as a read without a bookmark is promised to be (docs/latency.md);
  * that it then makes no round trip is in test/db/round-trips.test.ts.
  */
-describe("read answers kept by the isolate", () => {
+describe("read answers kept by the isolate: what an answer carries, and when a change is seen", () => {
   const clock = isolateClock();
 
   it("a kept answer carries the request's own id and rate-limit headers, and the first answer's bookmark", async () => {
@@ -93,6 +93,11 @@ describe("read answers kept by the isolate", () => {
     clock.advance(1);
     expect(await productName(product.id, token)).toBe("After");
   });
+});
+
+describe("read answers kept by the isolate: which requests get a kept answer", () => {
+  // Kept answers last READ_CACHE_MS on the isolate's clock, which moves only when the test moves it.
+  isolateClock();
 
   it("a read with a bookmark is never answered from memory: it sees the change at once", async () => {
     const { storeId, token } = await seedStore();
@@ -133,6 +138,11 @@ describe("read answers kept by the isolate", () => {
     expect(await expectJson(scoped, 404)).toEqual({ message: `Product with ID ${product.id} not found` });
     await expectStatus(await api(`/products/${product.id}`, { token, store: a.storeId }), 200);
   });
+});
+
+describe("read answers kept by the isolate: limits, statuses, queries and the fixture route", () => {
+  // Kept answers last READ_CACHE_MS on the isolate's clock, which moves only when the test moves it.
+  isolateClock();
 
   it("a kept answer still counts toward the general limit: the call after the limit answers 429 with Retry-After", async () => {
     const { storeId, token } = await seedStore();

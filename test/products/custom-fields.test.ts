@@ -36,7 +36,7 @@ async function productWithDraft() {
 
 const del = (path: string, token: string, body?: unknown) => api(path, { method: "DELETE", token, body });
 
-describe("live custom-field deletes", () => {
+describe("live custom-field deletes: the delete rules", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes a product field with 204 and an empty body, renumbering the rest 0..n-1", async () => {
     const { token, product } = await liveProduct();
     const response = await del(`/products/${product.id}/custom-fields/phone`, token);
@@ -101,7 +101,9 @@ describe("live custom-field deletes", () => {
     const { token, product } = await productWithDraft();
     await expectStatus(await del(`/products/${product.id}/custom-fields/never-existed`, token), 409);
   });
+});
 
+describe("live custom-field deletes: refusals and names", () => {
   it("answers unknown, archived and other-store products 404 with the product message", async () => {
     const { token, storeId } = await liveProduct();
     const archived = await seedProduct(storeId, { status: "archived", custom_fields: customFields("nip") });
@@ -154,7 +156,9 @@ describe("live custom-field deletes", () => {
     const literal = await del(`/products/${product.id}/custom-fields/c%2541`, token);
     await expectStatus(literal, 204);
   });
+});
 
+describe("live custom-field deletes: the change record and races", () => {
   it("records the change of the fields section only when a field was deleted", async () => {
     const { token, product } = await liveProduct();
     const home = await storeD1(product.store_id);
@@ -196,7 +200,7 @@ describe("live custom-field deletes", () => {
   });
 });
 
-describe("draft custom-field deletes", () => {
+describe("draft custom-field deletes: the delete rules on the overlay", () => {
   it("delete custom field rule 1 (docs/api.md, Delete custom field): deletes on the overlay only, renumbers, and bumps draft_version by one", async () => {
     const { token, product } = await productWithDraft();
     const response = await del(`/products/${product.id}/draft/custom-fields/phone`, token, { draft_version: 2 });
@@ -251,7 +255,9 @@ describe("draft custom-field deletes", () => {
     expect(body.draft_version).toBe(2);
     expect(names(body.custom_fields)).toEqual(["0:nip", "1:phone", "2:company"]);
   });
+});
 
+describe("draft custom-field deletes: draft_version and the order of refusals", () => {
   it("delete custom field rule 6 (docs/api.md, Delete custom field): a missing draft_version returns 422 with errors.draft_version", async () => {
     const { token, product } = await productWithDraft();
     const bodies: (string | undefined)[] = [
@@ -304,7 +310,9 @@ describe("draft custom-field deletes", () => {
       404,
     );
   });
+});
 
+describe("draft custom-field deletes: variants, other stores and races", () => {
   it("answers a variant not in the overlay 404 Variant with ID <id> not found", async () => {
     const { token, product } = await productWithDraft();
     const id = uuid();

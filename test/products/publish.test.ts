@@ -65,7 +65,7 @@ async function platformScenario(
   return { storeId, token, product, wall, footer, keep, add, remove, draftVariant };
 }
 
-describe("POST /products/{id}/publish", () => {
+describe("POST /products/{id}/publish: the overlay made live, and the plan", () => {
   it("publish rule 1 (docs/api.md, Publish): persists the overlay (unpublished variants included) as the live product, drops it, answers 200", async () => {
     const s = await platformScenario();
     const response = await publish(s.product.id, s.token);
@@ -135,7 +135,9 @@ describe("POST /products/{id}/publish", () => {
       has_draft: true,
     });
   });
+});
 
+describe("POST /products/{id}/publish: projects, courses and the platform account", () => {
   it("publish rule 3 (docs/api.md, Publish): a deleted wall project answers 422 errors.wall_id and the draft stays", async () => {
     const s = await platformScenario({ wall_id: uuid() });
     const response = await publish(s.product.id, s.token);
@@ -199,7 +201,9 @@ describe("POST /products/{id}/publish", () => {
     expect(await expectJson(response, 422)).toEqual({ message: publishMessages.accountNotConnected });
     expect((await storedProduct(s.product.id)).draft_version).toBe(5);
   });
+});
 
+describe("POST /products/{id}/publish: slugs, stale overlays, unknown products and access", () => {
   it("publish rule 8 (docs/api.md, Publish): a slug taken meanwhile is stored as the first free <slug>-N and returned", async () => {
     const s = await platformScenario({ wall_id: null, player: undefined });
     await seedProduct(s.storeId, { slug: "kurs-nowy" });

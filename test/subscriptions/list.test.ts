@@ -6,7 +6,7 @@ import { listSubscriptions, minutesApart, type SubscriptionList, seedSubscriptio
 
 const ids = (body: SubscriptionList) => body.items.map((item) => item.id);
 
-describe("GET /subscriptions: the list", () => {
+describe("GET /subscriptions: the list: every field of the resource", () => {
   it("returns {items, pagination} with every field of the Subscription resource, values and types as stored", async () => {
     const { storeId, token } = await seedStore();
     const [full] = await seedSubscriptions(storeId, [
@@ -80,7 +80,9 @@ describe("GET /subscriptions: the list", () => {
     ]);
     expect(Subscription.array().safeParse(body.items).success).toBe(true);
   });
+});
 
+describe("GET /subscriptions: the list: order and pages", () => {
   it("list subscriptions rule 1 (docs/api.md, List subscriptions): lists newest first by default", async () => {
     const { storeId, token } = await seedStore();
     const times = minutesApart(4);
@@ -156,7 +158,9 @@ describe("GET /subscriptions: the list", () => {
     expect(one.items).toHaveLength(1);
     expect(one.pagination).toEqual({ current_page: 101, total_pages: 101, per_page: 1, total: 101 });
   });
+});
 
+describe("GET /subscriptions: the list: pages past the last, counts and paging stability", () => {
   it("a page past the last returns no items and echoes the requested page, even a huge one", async () => {
     const { storeId, token } = await seedStore();
     await seedSubscriptions(storeId, [{}, {}]);
@@ -226,7 +230,9 @@ describe("GET /subscriptions: the list", () => {
       expect([...seen].sort(), sort).toEqual(seeded.map((s) => s.id).sort());
     }
   });
+});
 
+describe("GET /subscriptions: the list: equal times, empty and repeated parameters", () => {
   it("paging stability: 25 subscriptions in the very same millisecond page by id", async () => {
     const { storeId, token } = await seedStore();
     const seeded = await seedSubscriptions(
