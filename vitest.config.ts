@@ -20,8 +20,9 @@ dropExpectedDisconnects(process.stderr);
 export default defineConfig({
   test: {
     // Two test files at a time on two cores (vitest's default keeps a core for itself there: one file at a
-    // time). A file's work is mostly in other processes (its own workerd, wrangler dev, Chromium), and one
-    // file's start-up or waits leave the cores to the other. From three cores up, vitest's default.
+    // time). A file's work is mostly in other processes (its own workerd, wrangler, Chromium), and one
+    // file's start-up or waits leave the cores to the other. From three cores up, vitest's default. The
+    // e2e project runs its files one at a time (below).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
@@ -77,6 +78,11 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           environment: "node",
           isolate: true,
+          // One file at a time, after the other projects: the files share one wrangler dev server, whose API
+          // isolate runs one request at a time, and two of them at once (an AVIF of noise beside the
+          // reference page's loads) made page loads miss their 10 s.
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
           globalSetup: ["./test/e2e/global-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 120_000,
