@@ -97,7 +97,7 @@ describe("npm run token:create arguments", () => {
   });
 });
 
-describe("npm run token:create against the database", () => {
+describe("npm run token:create against the database: the rows it writes and what it prints", () => {
   it("with --name only: creates a new store and a token for it on the remote database, in one write", async () => {
     const database = fakeDatabase();
     const made = await createToken(options({ name: "Sklep O'Brien", abilities: ["media:write"] }), {
@@ -155,7 +155,9 @@ describe("npm run token:create against the database", () => {
     expect(output.split(token).length - 1).toBe(2); // the Token line and TOKEN=
     for (const variable of ["API", "TOKEN", "STORE"]) expect(output).toMatch(new RegExp(`^ +${variable}=`, "m"));
   });
+});
 
+describe("npm run token:create against the database: the login, the shard and the secret", () => {
   it("without a Cloudflare login: says how to log in, not wrangler's raw JSON error", async () => {
     // What wrangler 4 answers, without a login and no terminal, to `d1 execute --remote --json` and `whoami --json`.
     const run = async (args: string[]): Promise<WranglerResult> =>

@@ -42,7 +42,7 @@ function converterWith(overrides: Partial<ConverterService>): ConverterService {
   };
 }
 
-describe("complete without the converter", () => {
+describe("complete without the converter: a missing binding, runtime errors and a lost answer", () => {
   it("no CONVERTER binding: 503 naming it, Retry-After, the upload stays stored; a retry with it completes", async () => {
     const staged = await stage(await png(64, 48), pngUpload);
     const refused = await completeWith(undefined, staged);
@@ -97,7 +97,9 @@ describe("complete without the converter", () => {
     const served = await fetchApp(result.file_url);
     expect(served.headers.get("Content-Type")).toBe("image/webp");
   });
+});
 
+describe("complete without the converter: a cut stream, what needs no conversion, and widths", () => {
   it("a WebP stream that cuts off half-way stores nothing: 503 with Retry-After, the upload stored, the retry completes", async () => {
     const staged = await stage(await png(120, 90), pngUpload);
     const cutOff = converterWith({

@@ -75,7 +75,7 @@ function layDownUnnumbered(sql: SqlStorage, withColumns: string[]) {
   );
 }
 
-describe("the store coordinator's storage migrations", () => {
+describe("the store coordinator's storage migrations: numbering and today's tables", () => {
   it("are numbered 1, 2, 3… in order, each with a name", () => {
     expect(migrations.map((migration) => migration.version)).toEqual(migrations.map((_migration, index) => index + 1));
     for (const migration of migrations) expect(migration.name).not.toBe("");
@@ -127,7 +127,9 @@ describe("the store coordinator's storage migrations", () => {
       ]);
     });
   }
+});
 
+describe("the store coordinator's storage migrations: applying and failing", () => {
   it("applies only the migrations not recorded yet, each with its record, and none again", async () => {
     const calls: number[] = [];
     const later: Migration[] = [

@@ -41,7 +41,7 @@ const put = { tokenHash: "hash", contentType: "image/jpeg", contentLength: 10 };
 const state = (t: Transition) => ("next" in t ? t.next.state : null);
 const refusal = (t: Transition) => ("refusal" in t ? [t.refusal.status, t.refusal.reason] : null);
 
-describe("upload state table", () => {
+describe("upload state table: the byte PUT", () => {
   it("row: reserved + byte PUT with matching token, type and length before expiry → stored (via storing)", () => {
     const begun = beginPut(record(), put, now);
     expect(state(begun)).toBe("storing");
@@ -112,7 +112,9 @@ describe("upload state table", () => {
       "not_found",
     ]);
   });
+});
 
+describe("upload state table: complete", () => {
   it("row: reserved + complete before the bytes are stored → 409 not stored (also while storing)", () => {
     expect(refusal(beginComplete(record(), now))).toEqual([409, "not_stored"]);
     expect(refusal(beginComplete(record({ state: "storing", leaseUntil: now + 1 }), now))).toEqual([409, "not_stored"]);
@@ -156,7 +158,9 @@ describe("upload state table", () => {
   it("a complete abandoned on a storage error leaves the upload stored for a retry", () => {
     expect(state(abandonComplete(record({ state: "processing" }), 0))).toBe("stored");
   });
+});
 
+describe("upload state table: expiry and public states", () => {
   it("row: reserved or stored + time past expires_at → expired: PUT and complete answer 404", () => {
     const late = now + 60_000;
     for (const s of ["reserved", "stored"] as const) {
