@@ -4,8 +4,9 @@ import { hostOnServer } from "../support/server";
 
 /**
  * The AVIF encoder cannot run away on hostile content (docs/conversion.md, "AVIF"): the worst an upload can
- * hand it is the largest hosted image of noise, which is encoded at the pixel budget in bounded time. Timed
- * here, against `wrangler dev`, because inside workerd's tests the clock stands still while code runs.
+ * hand it is a large hosted image of noise, whose full-size AVIF is a grid of tiles each at most the pixel
+ * budget, so its time is bounded by the hosted size. Timed here, against `wrangler dev`, because inside
+ * workerd's tests the clock stands still while code runs.
  */
 
 /** Hosts `png` as an image: the hosted file result. */
@@ -16,7 +17,7 @@ const host = (png: Buffer) =>
   });
 
 describe("the AVIF encoder on hostile content", () => {
-  it("2560 × 1920 of noise (the worst an upload can make the encoder see) gets its full-size AVIF within 15 s, at the 1280 × 1024-pixel budget", async () => {
+  it("2560 × 1920 of noise (the worst an upload can make the encoder see) gets its full-size AVIF, at exactly that size, within 60 s", async () => {
     const [width, height] = [2560, 1920];
     const noise = Buffer.alloc(width * height * 3);
     let seed = 1;
@@ -35,8 +36,8 @@ describe("the AVIF encoder on hostile content", () => {
     const elapsed = performance.now() - started;
     expect(response.status).toBe(200);
     expect(response.headers.get("Content-Type")).toBe("image/avif");
-    const { width: encodedWidth = 0, height: encodedHeight = 0 } = await sharp(bytes).metadata();
-    expect(encodedWidth * encodedHeight).toBeLessThanOrEqual(1280 * 1024);
-    expect(elapsed).toBeLessThan(15_000);
-  }, 60_000);
+    const { width: encodedWidth, height: encodedHeight } = await sharp(bytes).metadata();
+    expect([encodedWidth, encodedHeight]).toEqual([width, height]);
+    expect(elapsed).toBeLessThan(60_000);
+  }, 180_000);
 });

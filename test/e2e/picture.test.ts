@@ -76,6 +76,64 @@ function watchMedia(page: Page, fileUrl: string): string[] {
   return media;
 }
 
+/** What Chromium shows of the AVIF at `avifUrl` beside the hosted WebP at `webpUrl`: sizes, their RGBA difference. */
+type Shown = { avif: number[]; webp: number[]; difference: number; alphaDifference: number };
+
+/**
+ * Loads both images in a page of their own origin (so the canvas may read them), draws each at its natural
+ * size and compares them there: only numbers cross back, not 20 MB of pixels.
+ */
+async function showBoth(browser: Browser, avifUrl: string, webpUrl: string): Promise<Shown> {
+  const page = await browser.newPage();
+  await page.goto(webpUrl, { waitUntil: "load" });
+  // Browser code as text: this project's types have no DOM.
+  const shown = await page.evaluate<Shown>(`(async () => {
+    const load = async (src) => {
+      const img = new Image();
+      img.src = src;
+      await img.decode();
+      return img;
+    };
+    const [avif, webp] = await Promise.all([load(${JSON.stringify(avifUrl)}), load(${JSON.stringify(webpUrl)})]);
+    const pixels = (img) => {
+      const canvas = document.createElement("canvas");
+      [canvas.width, canvas.height] = [img.naturalWidth, img.naturalHeight];
+      const context = canvas.getContext("2d");
+      context.drawImage(img, 0, 0);
+      return context.getImageData(0, 0, canvas.width, canvas.height).data;
+    };
+    const [a, b] = [pixels(avif), pixels(webp)];
+    let [total, alpha] = [0, 0];
+    for (let i = 0; i < a.length; i += 1) {
+      const difference = Math.abs(a[i] - b[i]);
+      total += difference;
+      if (i % 4 === 3) alpha += difference;
+    }
+    return {
+      avif: [avif.naturalWidth, avif.naturalHeight],
+      webp: [webp.naturalWidth, webp.naturalHeight],
+      difference: total / a.length,
+      alphaDifference: alpha / (a.length / 4),
+    };
+  })()`);
+  await page.close();
+  return shown;
+}
+
+/** The bytes at `url`. */
+async function download(url: string): Promise<Buffer> {
+  return Buffer.from(await (await fetch(url)).arrayBuffer());
+}
+
+/** The size of `avif` as sharp (libheif) decodes it, and its mean absolute RGBA difference from `webp`. */
+async function sharpDifference(avif: Buffer, webp: Buffer): Promise<{ size: number[]; difference: number }> {
+  const raw = (bytes: Buffer) => sharp(bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const [a, b] = [await raw(avif), await raw(webp)];
+  expect(a.data.length).toBe(b.data.length);
+  const total = a.data.reduce((sum, value, i) => sum + Math.abs(value - (b.data[i] as number)), 0);
+  return { size: [a.info.width, a.info.height], difference: total / a.data.length };
+}
+
 describe.skipIf(!browserAvailable)("the README's <picture> in a real browser (headless Chromium)", () => {
   let browser: Browser;
   let image: Hosted;
@@ -125,6 +183,43 @@ describe.skipIf(!browserAvailable)("the README's <picture> in a real browser (he
       await context.close();
     });
   }
+
+  it("the full-size AVIF of a photo past the encoder's budget (2560 × 1707: a grid of 4:4:4 tiles) shows in Chromium, and decodes in sharp, at exactly the image's size, showing what the hosted WebP shows", async () => {
+    expect([image.width, image.height]).toEqual([2560, 1707]);
+    const avifUrl = `${image.file_url}?format=avif`;
+    const shown = await showBoth(browser, avifUrl, image.file_url);
+    expect(shown.avif).toEqual([2560, 1707]);
+    expect(shown.webp).toEqual([2560, 1707]);
+    expect(shown.difference).toBeLessThan(3);
+    const decoded = await sharpDifference(await download(avifUrl), await download(image.file_url));
+    expect(decoded.size).toEqual([2560, 1707]);
+    expect(decoded.difference).toBeLessThan(3);
+  }, 120_000);
+
+  it("with alpha: a 2560 × 1920 PNG's full-size AVIF (colour and alpha grids) shows in Chromium, and decodes in sharp, at its size with the WebP's colours and alpha", async () => {
+    const [width, height] = [2560, 1920];
+    const rgba = Buffer.alloc(width * height * 4);
+    for (let y = 0; y < height; y += 1)
+      for (let x = 0; x < width; x += 1) {
+        const i = (y * width + x) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]] = [(x / width) * 255, (y / height) * 255, 128 + 60 * Math.sin(x / 50)];
+        rgba[i + 3] = x > 1800 && y > 1200 ? Math.max(0, 255 - (x - 1800) / 3) : 255;
+      }
+    const png = await sharp(rgba, { raw: { width, height, channels: 4 } })
+      .png({ compressionLevel: 1 })
+      .toBuffer();
+    const cutOut = await hostOnServer<Hosted>(png, { filename: "cut-out.png", content_type: "image/png" });
+    const avifUrl = `${cutOut.file_url}?format=avif`;
+    const shown = await showBoth(browser, avifUrl, cutOut.file_url);
+    expect(shown.avif).toEqual([width, height]);
+    expect(shown.difference).toBeLessThan(3);
+    expect(shown.alphaDifference).toBeLessThan(2);
+    const avif = await download(avifUrl);
+    expect((await sharp(avif).metadata()).hasAlpha).toBe(true);
+    const decoded = await sharpDifference(avif, await download(cutOut.file_url));
+    expect(decoded.size).toEqual([width, height]);
+    expect(decoded.difference).toBeLessThan(3);
+  }, 120_000);
 
   it("placeholder_url renders in Chromium as the image scaled down (within what a ThumbHash keeps)", async () => {
     expect(image.placeholder_url.length).toBeLessThanOrEqual(1000);
