@@ -7,6 +7,7 @@ import { abortRetryMs, expiryBatchSize } from "../../src/uploads/coordinator/exp
 import type { NewUpload } from "../../src/uploads/coordinator/upload-rows";
 import { completeLeaseMs, leaseMs } from "../../src/uploads/upload-state";
 import { uuid } from "../support/factories";
+import { poll } from "../support/poll";
 
 const coordinatorOf = (storeId: string) => env.STORE_COORDINATOR.get(env.STORE_COORDINATOR.idFromName(storeId));
 
@@ -100,11 +101,10 @@ describe("expiry alarm batches", () => {
     );
     const sampled = uploads.filter((_upload, index) => sampledIndexes.includes(index));
 
-    await vi.waitFor(
-      async () => {
-        expect(await remainingIds(coordinator)).toEqual([]);
-      },
-      { timeout: 15_000, interval: 200 },
+    await poll(
+      () => remainingIds(coordinator),
+      (ids) => ids.length === 0,
+      { timeoutMs: 15_000, intervalMs: 200, what: "every lapsed upload deleted" },
     );
     const storeDeletes = deletes.filter((keys) => keys.some((key) => key.includes(storeId)));
     expect(storeDeletes.length).toBeGreaterThanOrEqual(2);

@@ -230,9 +230,14 @@ describe("PUT /media-uploads/{id} (the bytes): a body that does not arrive whole
       signal: client.signal,
     } as RequestInit);
     await expect(exports.default.fetch(request)).rejects.toThrow();
-    await vi.waitFor(async () => expect(await storedState(storeId, reservation.id)).toBe("reserved"), {
-      timeout: 5000,
-    });
+    await poll(
+      () => storedState(storeId, reservation.id),
+      (state) => state === "reserved",
+      {
+        timeoutMs: 5000,
+        what: "the upload reserved again",
+      },
+    );
     expect(errorLog).not.toHaveBeenCalled();
     expect(await env.BUCKET.head(stagedKey(storeId, reservation.id))).toBeNull();
     expect((await putBytes(reservation, new Uint8Array(size))).status).toBe(204);
