@@ -89,8 +89,8 @@ async function r2Etag(bytes: Uint8Array): Promise<string> {
 }
 
 /**
- * Encodes a hosted WebP as an AVIF of the job's size (`?format=avif`), or scaled down to the encoder's pixel
- * budget (convert/avif.ts), and answers its bytes and entity tag as a width does.
+ * Encodes a hosted WebP as an AVIF of exactly the job's size (`?format=avif`; past the encoder's pixel budget a
+ * grid of tiles, convert/avif.ts), and answers its bytes and entity tag as a width does.
  */
 export async function makeAvif(job: AvifJob): Promise<AvifOutcome> {
   const { bytes, width, height } = await encodeHostedAvif(sourceInput(job.source), {
