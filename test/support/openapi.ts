@@ -50,6 +50,15 @@ export type OpenApiDocument = {
   components?: { schemas?: Record<string, Schema>; securitySchemes?: Record<string, unknown> };
 };
 
+/**
+ * `json` (openapi/openapi.json as imported, typed by its contents) as a document, once its outline is
+ * checked: a version and operations by path and method.
+ */
+export function openApiDocument(json: unknown): OpenApiDocument {
+  const outline = z.object({ openapi: z.string(), paths: z.record(z.string(), z.record(z.string(), z.unknown())) });
+  return z.custom<OpenApiDocument>((value) => outline.safeParse(value).success).parse(json);
+}
+
 const methods = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
 
 /** Every operation of the document with its method and path. */
