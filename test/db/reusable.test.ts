@@ -34,7 +34,7 @@ const storeSince = () =>
       .limit(sql.placeholder("limit")),
   );
 
-describe("reusable statements", () => {
+describe("reusable statements: values, rows and shapes", () => {
   it("answer each request with its own values from the one statement built for the shape", async () => {
     const [first, second] = await seedStores("First", "Second");
     if (!first || !second) throw new Error("seeded");
@@ -106,7 +106,9 @@ describe("reusable statements", () => {
     for (const count of [1, 2, 1]) await bounded.bind(db, count, values(ids.slice(0, count))).all();
     expect(bounded.builds).toBe(3);
   });
+});
 
+describe("reusable statements: placeholders, decoders and NULL columns", () => {
   it("refuse a request that lacks a value of the statement's placeholders", async () => {
     const db = createDb(env.DB);
     expect(() => storeSince().bind(db, null, { id: uuid(), limit: 1 }).toSQL()).toThrow(/since/);
