@@ -8,6 +8,9 @@ const shopUrl = inject("uploadPageUrl");
 
 type Hosted = { file_url: string; width: number; height: number; srcset: string };
 
+/** What the tests read of the page's <img> (an HTMLImageElement: the project type-checks without the DOM lib). */
+type ShownImage = { decode(): Promise<void>; currentSrc: string; naturalWidth: number; complete: boolean };
+
 /** Uploads a 3000 × 2000 JPEG as an image: hosted as a 2560 × 1707 WebP with a srcset. */
 async function hostPhoto(): Promise<Hosted> {
   const jpeg = await sharp({
@@ -58,13 +61,7 @@ describe.skipIf(!browserAvailable)("a real browser picks the width the srcset of
       // Worker: Chromium refuses a public page's requests to a loopback address).
       await page.goto(shopUrl, { waitUntil: "load" });
       await page.setContent(galleryPage(image), { waitUntil: "load" });
-      const shown = await page.$eval("img", async (element) => {
-        const img = element as unknown as {
-          decode(): Promise<void>;
-          currentSrc: string;
-          naturalWidth: number;
-          complete: boolean;
-        };
+      const shown = await page.$eval("img", async (img: ShownImage) => {
         await img.decode();
         return { currentSrc: img.currentSrc, naturalWidth: img.naturalWidth, complete: img.complete };
       });

@@ -32,7 +32,7 @@ function recorder() {
   return { sent, middleware };
 }
 
-describe("the README's flows with a client generated from the OpenAPI document (openapi-fetch, wrangler dev)", () => {
+describe("the README's reads with a client generated from the OpenAPI document (openapi-fetch, wrangler dev): typed data and typed errors", () => {
   it("reads a product", async () => {
     const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
     api.use(bearer);
@@ -56,6 +56,22 @@ describe("the README's flows with a client generated from the OpenAPI document (
     expect(error.message).toBe(`Product with ID ${unknown} not found`);
   });
 
+  it("lists subscriptions with typed query parameters", async () => {
+    const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
+    api.use(bearer);
+    const { data, response } = await api.GET("/subscriptions", {
+      params: { query: { status: "active", per_page: 2, sort: "created_at" } },
+    });
+    await expectStatus(response, 200);
+    assert(data);
+    expect(data.pagination.per_page).toBe(2);
+    expect(data.items.length).toBeGreaterThan(0);
+    expect(data.items.length).toBeLessThanOrEqual(2);
+    for (const subscription of data.items) expect(subscription.status).toBe("active");
+  });
+});
+
+describe("the README's upload with a client generated from the OpenAPI document: three steps, the API token kept from the PUT", () => {
   it("uploads an image in three steps (prepare, PUT the bytes, complete) without sending the API token to the PUT", async () => {
     const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
     const { sent, middleware } = recorder();
@@ -115,19 +131,5 @@ describe("the README's flows with a client generated from the OpenAPI document (
       ["POST", true],
     ]);
     expect(sent[1]?.url).toBe(upload.url);
-  });
-
-  it("lists subscriptions with typed query parameters", async () => {
-    const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
-    api.use(bearer);
-    const { data, response } = await api.GET("/subscriptions", {
-      params: { query: { status: "active", per_page: 2, sort: "created_at" } },
-    });
-    await expectStatus(response, 200);
-    assert(data);
-    expect(data.pagination.per_page).toBe(2);
-    expect(data.items.length).toBeGreaterThan(0);
-    expect(data.items.length).toBeLessThanOrEqual(2);
-    for (const subscription of data.items) expect(subscription.status).toBe("active");
   });
 });

@@ -85,7 +85,7 @@ const deliveriesOf = (receiver: { deliveries: Delivery[] }, count: number) =>
     { what: `${count} deliveries` },
   );
 
-describe("events over real HTTP (wrangler dev, its local queue, real receivers)", () => {
+describe("events over real HTTP (wrangler dev, its local queue, real receivers): delivered once and signed, retried with the same id until 2xx or past the timeout", () => {
   it("a publish is delivered once to a healthy receiver, signed as standardwebhooks verifies", async () => {
     const ok = await receiver(() => 204);
     const [productId] = await seedProducts([ok.url]);
@@ -136,7 +136,9 @@ describe("events over real HTTP (wrangler dev, its local queue, real receivers)"
     expect(event?.attempt_log[0]).toMatchObject({ response_status: null, error: "timed out after 1000 ms" });
     expect(event?.attempt_log.at(-1)).toMatchObject({ response_status: 204 });
   });
+});
 
+describe("events over real HTTP: a 410 or an exhausted schedule fails the event, redeliver sends it again, a rotation signs with both secrets", () => {
   it("a 410 ends the attempts at once: one request, the event failed", async () => {
     const gone = await receiver(() => 410);
     // A witness published once the 410 is in, failing once: its retry is due after any retry of the 410's
