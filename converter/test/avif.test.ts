@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { codecMemory, convertToWebp, encodeHostedAvif } from "../src/convert";
-import { avifGridLayout, avifMaxPixels, avifMemoryBytes, avifSize } from "../src/convert/avif";
+import { avifGridLayout, avifMaxPixels, avifMemoryBytes } from "../src/convert/avif";
 import { codecShareBytes } from "../src/convert/budget";
 import { areaAverage, decodeAvif, decodeWebp, paint, photoLike, writeRgbaPng } from "./images";
 
@@ -50,8 +50,6 @@ describe("an AVIF of a hosted image", () => {
   });
 
   it("a size past the encoder's pixel budget is encoded at that size, as a grid of tiles each within the budget", () => {
-    expect(avifSize(1280, 960)).toEqual({ width: 1280, height: 960 });
-    expect(avifSize(2560, 1)).toEqual({ width: 2560, height: 1 });
     for (const [width, height] of [
       [2560, 1920],
       [1920, 1440],
@@ -59,7 +57,6 @@ describe("an AVIF of a hosted image", () => {
       [2560, 700],
       [2560, 1707],
     ] as const) {
-      expect(avifSize(width, height)).toEqual({ width, height });
       const { layout } = avifGridLayout(width, height);
       expect(layout.tileWidth * layout.tileHeight).toBeLessThanOrEqual(avifMaxPixels);
       expect(layout.columns * layout.tileWidth).toBeGreaterThanOrEqual(width);

@@ -25,7 +25,7 @@ import { cutTile, gridLayout, isOpaque, keepAlphaPlane } from "./avif-tiles";
  * 4.9 s of noise, the encoder at 48.2 MB; the largest hosted image, 2560 × 2560 (2 × 3 of 1280 × 854), 1.6 s
  * for a photo, 2.4 s with alpha, 5.9 s of noise, 44.0 MB; the slowest, an odd size of noise (2560 × 2559:
  * 4:4:4, 5 × 2 of 512 × 1280) 9.1 s, 39.5 MB. The most the encoder ever takes is a tile of 1280 × 1024:
- * 50.3 MB. Beside it the job holds the picture's RGBA (the caller's; ≤ 26.2 MB), one tile's (≤ 5.2 MB), and
+ * 50.3 MB. Beside it the job holds the picture's RGBA (where the codec decoded it, not copied: ≤ 26.2 MB), one tile's (≤ 5.2 MB), and
  * the tiles' files and the grid's (each about the AVIF's size: ≤ 10 MB of noise, ~0.1 MB for a photo). The
  * converter isolate's peak in workerd (`npm run bench:avif -- --parts=memory`, after the complete of the JPEG
  * the image came from): 103 MiB for 2560 × 1920 (encoder 45.9, codec 29.9, JS 27.1 MiB), 114 MiB for
@@ -39,11 +39,12 @@ export const avif444TilePixels = avifMaxPixels / 2;
 /** libaom's speed (0 slowest … 10): 8 keeps a 1280 × 960 photo under a second and its memory at 48 MB. */
 const avifSpeed = 8;
 /**
- * Quality (libavif's 0 … 100, quantizer `(100 − q) × 63 / 100`): chosen by measurement so that an AVIF is
- * at least as close to the master (SSIM) as the WebP of the same width at quality 80, in fewer bytes
- * (`npm run bench:avif`).
+ * Quality (libavif's 0 … 100, quantizer `(100 − q) × 63 / 100`), by measurement (`npm run bench:avif`, ten real
+ * photos at every width): at 66 an AVIF made from the hosted WebP is as close to the master (SSIM) as the WebP of
+ * the same width in 22 of 29 width rows, in 14 % fewer bytes; 62 saved 24 % but was as close in only 12. The
+ * full-size AVIF cannot be as close as the hosted WebP it is made from at any quality.
  */
-const avifQuality = 62;
+const avifQuality = 66;
 /** @jsquash/avif's `subsample`: 1 is 4:2:0, 3 is 4:4:4. */
 const subsample = { yuv420: 1, yuv444: 3 } as const;
 
@@ -53,14 +54,6 @@ type AvifModule = {
 };
 
 let instance: Promise<AvifModule> | null = null;
-
-/**
- * The size an AVIF of `width × height` is encoded at: that size, a grid of tiles past the encoder's pixel
- * budget (the conversion decodes the hosted WebP at what this answers).
- */
-export function avifSize(width: number, height: number): { width: number; height: number } {
-  return { width, height };
-}
 
 function createInstance(): Promise<AvifModule> {
   return avifFactory({

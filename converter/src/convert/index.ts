@@ -1,4 +1,4 @@
-import { avifSize, encodeAvif } from "./avif";
+import { encodeAvif } from "./avif";
 import { maxQuality, maxSupportedEdge } from "./budget";
 import { applyToTarget } from "./colour";
 import { UnconvertibleImageError } from "./errors";
@@ -164,24 +164,32 @@ export async function encodeHostedAvif(
   const { width, height } = size;
   if (![width, height].every((edge) => Number.isInteger(edge) && edge >= 1 && edge <= maxSupportedEdge))
     throw new RangeError(`the size must be whole numbers between 1 and ${maxSupportedEdge}`);
-  const target = avifSize(width, height);
-  return underConversionLock(async (tick) => {
-    const pixels = await decodeNow(input, target, tick);
-    tick();
-    return { bytes: await encodeAvif(pixels, target.width, target.height), ...target };
-  });
+  return underConversionLock((tick) =>
+    withDecoded(input, { width, height }, tick, async (pixels) => {
+      tick();
+      return { bytes: await encodeAvif(pixels, width, height), width, height };
+    }),
+  );
 }
 
-/** A hosted WebP decoded at exactly `size`: its RGBA pixels, copied out of the codec's memory (freed there). */
-function decodeNow(input: ImageInput, size: { width: number; height: number }, tick: () => void): Promise<Uint8Array> {
+/**
+ * A hosted WebP decoded at exactly `size`, its RGBA pixels handed to `use` where the codec left them (no copy:
+ * the AVIF encoder is an instance of its own, so the codec's memory cannot grow under the view), then freed.
+ */
+function withDecoded<T>(
+  input: ImageInput,
+  size: { width: number; height: number },
+  tick: () => void,
+  use: (pixels: Uint8Array) => Promise<T>,
+): Promise<T> {
   return inContext("avif", Math.max(size.width, size.height), size, tick, async (context, codec) => {
     await decodeWebpInput(input, context);
     const target = context.target as Target | null;
     if (!target) throw new Error("the decoder produced no image");
-    const pixels = codec.heap(target.pointer, target.width * target.height * 4).slice();
+    const result = await use(codec.heap(target.pointer, target.width * target.height * 4));
     context.target = null;
     codec.free(target.pointer);
-    return pixels;
+    return result;
   });
 }
 
