@@ -30,7 +30,7 @@ const deployConfigPath = join(projectRoot, "wrangler.deploy.toml");
 
 /**
  * The converter Worker's configuration: the image codecs run there, on isolates of their own, and the API
- * reaches it only through its CONVERTER service binding (README, "Deploy to your account").
+ * reaches it only through its CONVERTER service binding (docs/deployment.md).
  */
 export const converterConfigPath = join(projectRoot, "converter", "wrangler.toml");
 

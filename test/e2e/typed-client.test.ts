@@ -32,7 +32,7 @@ function recorder() {
   return { sent, middleware };
 }
 
-describe("the README's reads with a client generated from the OpenAPI document (openapi-fetch, wrangler dev): typed data and typed errors", () => {
+describe("the typed client's reads (docs/development.md) with a client generated from the OpenAPI document (openapi-fetch, wrangler dev): typed data and typed errors", () => {
   it("reads a product", async () => {
     const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
     api.use(bearer);
@@ -71,7 +71,7 @@ describe("the README's reads with a client generated from the OpenAPI document (
   });
 });
 
-describe("the README's upload with a client generated from the OpenAPI document: three steps, the API token kept from the PUT", () => {
+describe("the typed client's upload (docs/development.md) with a client generated from the OpenAPI document: three steps, the API token kept from the PUT", () => {
   it("uploads an image in three steps (prepare, PUT the bytes, complete) without sending the API token to the PUT", async () => {
     const api = createClient<paths>({ baseUrl: `${baseUrl}/api/v1` });
     const { sent, middleware } = recorder();
@@ -79,7 +79,7 @@ describe("the README's upload with a client generated from the OpenAPI document:
     const file = new Blob([await png(320, 200)], { type: "image/png" });
 
     // `type` has a default (image): a prepare body without it compiles against the generated types. One
-    // Idempotency-Key per step, as the README's client sends them.
+    // Idempotency-Key per step, as the typed client of docs/development.md sends them.
     const key = crypto.randomUUID();
     const prepared = await api.POST("/media-uploads", {
       params: { header: { "X-Service-Store": storeId, "Idempotency-Key": `${key}-prepare` } },
