@@ -42,11 +42,7 @@ async function bash(script: string): Promise<string> {
   return stdout;
 }
 
-describe("the README's snippets, run as written against wrangler dev", () => {
-  it("marks the three snippets it tests: what npm run dev prints, the read and the three-step upload", () => {
-    expect(testedBlocks().map((block) => block.language)).toEqual(["text", "sh", "sh"]);
-  });
-
+describe("the README's opening is what the project does: its two set-up commands, and the demo token's figures as the API counts them", () => {
   it("starts with exactly the two set-up commands: run the service with demo data, run every test", () => {
     const opening = /^# [^\n]+\n\n```sh\n([\s\S]*?)\n```\n/.exec(readme)?.[1] ?? "";
     const commands = opening.split("\n").map((line) => line.replace(/\s+#.*$/, ""));
@@ -97,6 +93,12 @@ describe("the README's snippets, run as written against wrangler dev", () => {
       events: await total("/webhook-events?per_page=1"),
     });
   });
+});
+
+describe("the README's tested snippets are the three it marks, and run as written against wrangler dev the calls npm run dev prints and the read answer what it says", () => {
+  it("marks the three snippets it tests: what npm run dev prints, the read and the three-step upload", () => {
+    expect(testedBlocks().map((block) => block.language)).toEqual(["text", "sh", "sh"]);
+  });
 
   it('the curl calls npm run dev prints: a product, its cross-sells, a publish, the events it made ("Try:")', async () => {
     const printed = testedBlocks()[0]?.body ?? "";
@@ -139,7 +141,9 @@ describe("the README's snippets, run as written against wrangler dev", () => {
     const created = answer.items.map((item) => item.created_at);
     expect(created).toEqual([...created].sort().reverse());
   });
+});
 
+describe("the README's three-step upload, run as written against wrangler dev, hosts the image as the README shows", () => {
   it("the three-step upload: a reservation, an empty PUT, the hosted WebP (only the API line changed)", async () => {
     const snippet = testedBlocks()[2]?.body ?? "";
     const lines = snippet.split("\n");
