@@ -134,15 +134,22 @@ async function sharpDifference(avif: Buffer, webp: Buffer): Promise<{ size: numb
   return { size: [a.info.width, a.info.height], difference: total / a.data.length };
 }
 
-describe.skipIf(!browserAvailable)("the README's <picture> in a real browser (headless Chromium)", () => {
+/** The photo, made and hosted once for the file: every describe's tests read the same hosted image. */
+let photoHosted: Promise<{ image: Hosted; master: Buffer }> | undefined;
+
+/** A browser of its own for a describe's tests, and the hosted photo with its master's raw pixels. */
+async function openGallery(): Promise<{ browser: Browser; image: Hosted; master: Buffer }> {
+  photoHosted ??= photo().then(async (made) => ({ image: await host(made.jpeg), master: made.raw }));
+  const [browser, hosted] = await Promise.all([launchBrowser(), photoHosted]);
+  return { browser, ...hosted };
+}
+
+describe.skipIf(!browserAvailable)("<picture> fetches only the AVIF width its slot needs (headless Chromium)", () => {
   let browser: Browser;
   let image: Hosted;
-  let master: Buffer;
 
   beforeAll(async () => {
-    const made = await photo();
-    master = made.raw;
-    [browser, image] = await Promise.all([launchBrowser(), host(made.jpeg)]);
+    ({ browser, image } = await openGallery());
   });
 
   afterAll(async () => {
@@ -183,6 +190,19 @@ describe.skipIf(!browserAvailable)("the README's <picture> in a real browser (he
       await context.close();
     });
   }
+});
+
+describe.skipIf(!browserAvailable)("a full-size AVIF grid shows what the WebP shows (headless Chromium, sharp)", () => {
+  let browser: Browser;
+  let image: Hosted;
+
+  beforeAll(async () => {
+    ({ browser, image } = await openGallery());
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
 
   it("the full-size AVIF of a photo past the encoder's budget (2560 × 1707: a grid of 4:4:4 tiles) shows in Chromium, and decodes in sharp, at exactly the image's size, showing what the hosted WebP shows", async () => {
     expect([image.width, image.height]).toEqual([2560, 1707]);
@@ -220,6 +240,20 @@ describe.skipIf(!browserAvailable)("the README's <picture> in a real browser (he
     expect(decoded.size).toEqual([width, height]);
     expect(decoded.difference).toBeLessThan(3);
   }, 120_000);
+});
+
+describe.skipIf(!browserAvailable)("placeholder_url shows the image before it arrives (headless Chromium)", () => {
+  let browser: Browser;
+  let image: Hosted;
+  let master: Buffer;
+
+  beforeAll(async () => {
+    ({ browser, image, master } = await openGallery());
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
 
   it("placeholder_url renders in Chromium as the image scaled down (within what a ThumbHash keeps)", async () => {
     expect(image.placeholder_url.length).toBeLessThanOrEqual(1000);
