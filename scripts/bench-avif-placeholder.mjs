@@ -2,8 +2,9 @@
 // and colour (converter/src/convert/placeholder.ts) and the API's placeholder_url (src/uploads/placeholder-url.ts),
 // bundled with esbuild and run in this Node process (workerd's timers do not advance while code runs).
 import { build } from "esbuild";
-import { loadImageHelpers } from "./bench-convert.mjs";
-import { num, percentile, projectRoot, spread, stats } from "./bench-lib.mjs";
+import { loadImageHelpers } from "./lib/bench-images.mjs";
+import { num, percentile, spread, stats } from "./lib/bench-report.mjs";
+import { projectRoot } from "./lib/bench-run.mjs";
 
 const PLACEHOLDER_RUNS = 60;
 const GOAL_MS = 2;

@@ -17,7 +17,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import sharp from "sharp";
-import { num, projectRoot, table } from "./bench-lib.mjs";
+import { num, table } from "./lib/bench-report.mjs";
+import { projectRoot } from "./lib/bench-run.mjs";
 
 /** The converter's settings (converter/src/convert/avif.ts). */
 export const SERVICE_AVIF = { quality: 62, speed: 8 };

@@ -31,7 +31,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import autocannon from "autocannon";
 import sharp from "sharp";
 import { measurePlaceholder, placeholderPart } from "./bench-avif-placeholder.mjs";
 import {
@@ -46,29 +45,15 @@ import {
   ssim,
   sweepTable,
 } from "./bench-avif-quality.mjs";
-import { loadImageHelpers } from "./bench-convert.mjs";
-import {
-  benchFixture,
-  call,
-  connectInspector,
-  installWatchdog,
-  isMain,
-  log,
-  machineFacts,
-  machineLine,
-  num,
-  projectRoot,
-  runMain,
-  sampleIsolate,
-  spread,
-  stats,
-  step,
-  table,
-  times,
-  withBenchServer,
-  workerdProcesses,
-  writeBlock,
-} from "./bench-lib.mjs";
+import { storeAndTokenFixture } from "./lib/bench-fixture.mjs";
+import { hostImage, timedGet } from "./lib/bench-http.mjs";
+import { hostPhoto, warmBesidePing } from "./lib/bench-image-reads.mjs";
+import { largePhotoJpeg } from "./lib/bench-images.mjs";
+import { connectInspector, sampleIsolate, workerdProcesses } from "./lib/bench-memory.mjs";
+import { machineLine, num, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { isMain, log, projectRoot, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchServer } from "./lib/bench-server.mjs";
 
 const COLD_ROUNDS = 5;
 const COLD_WIDTHS = [640, 1280];
@@ -105,36 +90,11 @@ function photoFiles() {
   return [...corpusPhotos, ...more];
 }
 
-async function host(server, bytes, filename, contentType) {
-  const { body: reservation } = await call(server, "POST", "/media-uploads", {
-    body: { filename, content_type: contentType, size: bytes.length, type: "image" },
-    expected: 201,
-  });
-  const put = await fetch(reservation.upload_request.url, {
-    method: "PUT",
-    headers: reservation.upload_request.headers,
-    body: bytes,
-  });
-  if (put.status !== 204) throw new Error(`PUT: ${put.status} ${await put.text()}`);
-  const { body } = await call(server, "POST", `/media-uploads/${reservation.id}/complete`, { expected: 201 });
-  if (!body.sources) throw new Error(`not converted: ${JSON.stringify(body)}`);
-  return body;
-}
-
-async function timedGet(url, init) {
-  const start = performance.now();
-  const response = await fetch(url, init);
-  const bytes = Buffer.from(await response.arrayBuffer());
-  const ms = performance.now() - start;
-  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status} ${bytes.toString().slice(0, 300)}`);
-  return { ms, bytes, type: response.headers.get("Content-Type") };
-}
-
 async function measurePhoto(server, probe, file) {
   const bytes = await readFile(file);
   const master = sharp(bytes).rotate();
   const contentType = file.toLowerCase().endsWith(".png") ? "image/png" : "image/jpeg";
-  const hosted = await host(server, bytes, file.split("/").pop(), contentType);
+  const hosted = await hostImage(server, { bytes, filename: file.split("/").pop(), contentType }, "sources");
   const { bytes: hostedWebp } = await timedGet(hosted.file_url);
   const widths = [
     ...hosted.sources[1].srcset
@@ -199,11 +159,6 @@ export async function measureBytes(server) {
 // Cold and warm
 // ---------------------------------------------------------------------------------------------
 
-async function bigPhoto() {
-  const images = await loadImageHelpers();
-  return images.encodeJpeg(images.photoLike(4000, 3000), 4000, 3000, { progressive: false, quality: 90 });
-}
-
 /** CPU time (ms) the processes' threads have run so far (/proc/<pid>/task/<tid>/schedstat, nanoseconds). */
 function cpuMs(pids) {
   let ns = 0;
@@ -248,12 +203,12 @@ async function coldRound(server, probe, hosted, hostedBytes, width) {
 
 export async function measureCold(server, jpeg) {
   // The isolate's first AVIF creates the encoder: not timed.
-  const first = await host(server, jpeg, "photo.jpg", "image/jpeg");
+  const first = await hostPhoto(server, jpeg, "sources");
   await timedGet(`${first.file_url}?width=320&format=avif`);
   const probe = await createQualityProbe();
   const rows = new Map(COLD_WIDTHS.map((width) => [width, []]));
   for (let round = 0; round < COLD_ROUNDS; round++) {
-    const hosted = await host(server, jpeg, "photo.jpg", "image/jpeg");
+    const hosted = await hostPhoto(server, jpeg, "sources");
     const { bytes: hostedBytes } = await timedGet(hosted.file_url);
     for (const width of COLD_WIDTHS) rows.get(width).push(await coldRound(server, probe, hosted, hostedBytes, width));
   }
@@ -283,31 +238,16 @@ export async function measureCold(server, jpeg) {
   });
 }
 
-async function load(url) {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: LOAD_SECONDS });
-  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0 || result["2xx"] === 0)
-    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
-  return { rps: result["2xx"] / result.duration, p50: result.latency.p50 };
-}
-
+/** `?width=640&format=avif` read again and again beside ping, under load. */
 export async function measureWarm(server, jpeg) {
-  const hosted = await host(server, jpeg, "photo.jpg", "image/jpeg");
-  const routes = [
-    { name: "ping", url: `${server.url}/api/v1/_dev/ping` },
-    { name: "avif", url: `${hosted.file_url}?width=640&format=avif` },
-  ];
-  await timedGet(routes[1].url);
-  for (const route of routes) await autocannon({ url: route.url, connections: CONNECTIONS, duration: WARMUP_SECONDS });
-  const rounds = [];
-  for (let round = 0; round < WARM_ROUNDS; round++) {
-    const figures = {};
-    for (let k = 0; k < routes.length; k++) {
-      const route = routes[(round + k) % routes.length];
-      figures[route.name] = await load(route.url);
-      log(`  warm round ${round + 1} ${route.name}: ${num(figures[route.name].rps)} req/s`);
-    }
-    rounds.push(figures);
-  }
+  const hosted = await hostPhoto(server, jpeg, "sources");
+  const rounds = await warmBesidePing(server, `${hosted.file_url}?width=640&format=avif`, {
+    name: "avif",
+    rounds: WARM_ROUNDS,
+    connections: CONNECTIONS,
+    loadSeconds: LOAD_SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+  });
   const of = (pick) => stats(rounds.map(pick));
   return {
     pingRps: of((r) => r.ping.rps),
@@ -326,7 +266,7 @@ export async function measureMemory(server, jpeg) {
   const inspector = await connectInspector(server, { which: "converter" });
   try {
     const steps = [];
-    const hosted = await host(server, jpeg, "photo.jpg", "image/jpeg");
+    const hosted = await hostPhoto(server, jpeg, "sources");
     steps.push({ what: "after a 12 MP JPEG's complete", wasm: await inspector.wasmMemories() });
     for (const query of ["format=avif", "width=1280&format=avif", "width=640&format=avif"]) {
       await inspector.collectGarbage();
@@ -351,7 +291,7 @@ const parts =
     .split(",") ?? PARTS;
 
 export async function measureAvif(server) {
-  const jpeg = await bigPhoto();
+  const jpeg = await largePhotoJpeg();
   const result = { load: [loadavg()[0]] };
   const run = async (part, name, minutes, fn) => {
     if (parts.includes(part)) result[part] = await step(`AVIF: ${name}`, minutes * 60_000, fn);
@@ -478,19 +418,28 @@ export function avifSection(result, facts) {
   ].join("\n");
 }
 
-const avifHeading = "## 12. AVIF and placeholders";
+/** Part 12: on a store and its token alone (the full bench fixture takes longer to load). */
+export const avifPart = {
+  title: "12. AVIF and placeholders",
+  block: "bench-avif",
+  heading: "## 12. AVIF and placeholders",
+  limitMs: 65 * 60_000,
+  measure: () => withBenchServer({ fixture: storeAndTokenFixture() }, measureAvif),
+  section: avifSection,
+};
 
 if (isMain(import.meta.url)) {
-  installWatchdog(70 * 60_000);
-  await runMain(async () => {
-    const facts = await machineFacts();
-    const { stores, tokens } = benchFixture();
-    const result = await step("AVIF and placeholders", 65 * 60_000, () =>
-      withBenchServer({ fixture: { stores, tokens } }, measureAvif),
-    );
-    const section = avifSection(result, facts);
-    console.log(`\n${avifHeading}\n\n${section}\n`);
-    console.log(JSON.stringify(result));
-    if (parts.length === PARTS.length) await writeBlock("bench-avif", avifHeading, section);
+  // Run alone it prints the figures (JSON) too; a run of some parts only writes nothing.
+  const printingFigures = {
+    ...avifPart,
+    measure: async () => {
+      const result = await avifPart.measure();
+      console.log(JSON.stringify(result));
+      return result;
+    },
+  };
+  await runParts([printingFigures], {
+    watchdogMs: 70 * 60_000,
+    write: PARTS.every((part) => parts.includes(part)),
   });
 }

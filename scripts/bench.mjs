@@ -34,30 +34,10 @@
 // server per input, each two `wrangler dev`s since the converter has a Worker of its own; part 12 is allowed an
 // hour).
 
-import { avifSection, measureAvif } from "./bench-avif.mjs";
+import { avifPart } from "./bench-avif.mjs";
 import { conversionPart, ISOLATE_BYTES, MEMORY_TARGET_BYTES, SHARP_RATIO_LIMIT } from "./bench-convert.mjs";
 import { idempotencyPart } from "./bench-idempotency.mjs";
 import { latencyPart } from "./bench-latency.mjs";
-import {
-  elapsedSeconds,
-  installWatchdog,
-  log,
-  machineFacts,
-  machineLine,
-  measurePart,
-  num,
-  requireDebianTool,
-  runMain,
-  spread,
-  stats,
-  step,
-  storeAndTokenFixture,
-  table,
-  times,
-  withBenchServer,
-  withBenchStore,
-  writePart,
-} from "./bench-lib.mjs";
 import { countPublish, expectedInserts, measurePublish, publishPart } from "./bench-publish.mjs";
 import { countRequests, measureRequests, requestsPart } from "./bench-requests.mjs";
 import { SQL_RATIO_LIMIT, subscriptionsPart } from "./bench-subscriptions.mjs";
@@ -65,19 +45,13 @@ import { readGoals, TWO_WORKER_GOALS, twoWorkersPart } from "./bench-two-workers
 import { decomposeUpload, GROWTH_LIMIT_BYTES, measureUpload, uploadPart } from "./bench-upload.mjs";
 import { widthsPart } from "./bench-widths.mjs";
 import { MULTIPART_BYTES, multipartPart } from "./lib/bench-multipart.mjs";
+import { machineFacts, machineLine, num, requireDebianTool, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { elapsedSeconds, installWatchdog, log, runMain, step } from "./lib/bench-run.mjs";
+import { measurePart, writePart } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 
 const MINUTE = 60_000;
 const RUN_LIMIT_MS = 150 * MINUTE;
-
-/** Part 12 as bench-avif.mjs measures and reports it, on a store and its token alone. */
-const avifPart = {
-  title: "12. AVIF and placeholders",
-  block: "bench-avif",
-  heading: "## 12. AVIF and placeholders",
-  limitMs: 65 * MINUTE,
-  measure: () => withBenchServer({ fixture: storeAndTokenFixture() }, measureAvif),
-  section: avifSection,
-};
 
 installWatchdog(RUN_LIMIT_MS);
 // Check the Debian tool before spending minutes on the parts that do not need it.
