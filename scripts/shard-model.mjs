@@ -5,7 +5,8 @@
 //
 //   npm run model:shards                 writes its block in docs/benchmarks.md (section 9)
 //   npm run model:shards -- --print      prints it instead
-import { isMain, num, runMain, table, writeBlock } from "./bench-lib.mjs";
+import { num, table, writeBlock } from "./lib/bench-report.mjs";
+import { isMain, runMain } from "./lib/bench-run.mjs";
 
 /** The target of docs/scaling.md. */
 export const TARGET = {
