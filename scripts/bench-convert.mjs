@@ -47,9 +47,6 @@ import {
 import { prepareInputs } from "./lib/bench-convert-inputs.mjs";
 import { readBmp } from "./lib/bench-images.mjs";
 
-// The image helpers' home moved to scripts/lib; bench-avif.mjs still takes them from here.
-export { loadImageHelpers } from "./lib/bench-images.mjs";
-
 const SPEED_RUNS = 3;
 const QUALITY = 80;
 /** sharp's `effort` is libwebp's `method`; the converter encodes with method 2 (docs/conversion.md). */
