@@ -108,21 +108,13 @@ describe("Idempotency-Key (docs/api.md, Idempotency-Key): a key that cannot be u
     const { storeId, token, product, state } = await hookedProduct(false);
     const before = await state();
     for (const key of ["", "x".repeat(256), "a\tb", "zażółć"]) {
-      const response = await api(`/products/${product.id}/custom-fields/nip`, {
-        method: "DELETE",
-        token,
-        headers: { "Idempotency-Key": key },
-      });
+      const response = await send({ method: "DELETE", path: `/products/${product.id}/custom-fields/nip`, token }, key);
       expect(await expectJson(response, 400), JSON.stringify(key)).toEqual({ message: idempotencyMessages.invalid });
     }
     expect(await state()).toEqual(before);
     // 1 and 255 characters of printable ASCII, space and tilde included, are keys.
     for (const key of ["~", `${"x ".repeat(127)}y`]) {
-      const response = await api(`/products/${product.id}/publish`, {
-        method: "POST",
-        token,
-        headers: { "Idempotency-Key": key },
-      });
+      const response = await send({ method: "POST", path: `/products/${product.id}/publish`, token }, key);
       await expectStatus(response, 200);
     }
     expect(storeId).toBeTruthy();
@@ -206,7 +198,7 @@ describe("Idempotency-Key (docs/api.md, Idempotency-Key): what is kept, for whom
     const first = await send(call, "has-draft");
     const firstBody = await first.text();
     expect(first.status).toBe(409);
-    await expectStatus(await api(`/products/${product.id}/draft`, { method: "DELETE", token }), 204);
+    await expectStatus(await send({ method: "DELETE", path: `/products/${product.id}/draft`, token }, null), 204);
     const after = await state();
     let retry = await send(call, "has-draft");
     for (

@@ -1,4 +1,4 @@
-import { hookUrl } from "./events";
+import { hookUrl, recordingQueue } from "./events";
 import { customFields, seedProduct, seedStore, storeD1, uuid } from "./factories";
 import { api, type BindingOverrides, expectStatus } from "./http";
 import { coordinatorUploads } from "./idempotency";
@@ -15,11 +15,18 @@ export type Call = ApiCall & { path: string };
 /** A write ready to send, and what its change did so far (the same before and after a retry that runs nothing). */
 export type Write = { storeId: string; token: string; call: Call; effect: () => Promise<unknown> };
 
+/**
+ * The queue every write's events go to: it keeps them, so the Worker's own consumer never delivers them to the
+ * hooked products' URLs (a host that does not resolve, whose failed fetch workerd logs at length).
+ */
+const eventQueue = recordingQueue().queue;
+
+/** Sends `call` with `key` as its Idempotency-Key (none for null), its events to {@link eventQueue}. */
 export const send = (call: Call, key: string | null, overrides?: BindingOverrides) =>
   api(call.path, {
     ...call,
     headers: { ...call.headers, ...(key === null ? {} : { "Idempotency-Key": key }) },
-    env: overrides,
+    env: { WEBHOOK_QUEUE: eventQueue, ...overrides },
   });
 
 /** The rows a change writes in the store's home, as a snapshot. */
@@ -109,7 +116,10 @@ export const writes: Record<string, () => Promise<Write>> = {
   },
   redeliver: async () => {
     const { storeId, token, product } = await hookedProduct(false);
-    await expectStatus(await api(`/products/${product.id}/custom-fields/phone`, { method: "DELETE", token }), 204);
+    await expectStatus(
+      await send({ method: "DELETE", path: `/products/${product.id}/custom-fields/phone`, token }, null),
+      204,
+    );
     const [event] = (await eventsOf(storeId, product.id)) as { id: string }[];
     await (await storeD1(storeId))
       .prepare("UPDATE webhook_events SET status = 'failed' WHERE id = ?")
