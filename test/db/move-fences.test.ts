@@ -9,6 +9,7 @@ import { runCron } from "../support/cron";
 import { recordingQueue } from "../support/events";
 import { customFields, seedProduct, seedStore, storeHome } from "../support/factories";
 import { expectJson } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { call, rows, storeWithRows, vars } from "../support/moves";
 import { countRoundTrips } from "../support/round-trips";
 
@@ -67,6 +68,9 @@ describe("fences (migrations/0004) on a store's rows", () => {
 });
 
 describe("fences (migrations/0004) and the queue consumer", () => {
+  // The consumer logs the dead-lettered event it ends; the line is captured and checked.
+  const logs = captureServiceLogs();
+
   it("the queue consumer holds an event its store's fence covers, and takes it from the home that is open", async () => {
     const store = await storeWithRows();
     const event = newEvent(
@@ -104,6 +108,7 @@ describe("fences (migrations/0004) and the queue consumer", () => {
       homeBinding(env, home).prepare("SELECT status FROM webhook_events WHERE id = ?").bind(event.id).first("status");
     expect(await status(store.to)).toBe("failed");
     expect(await status(store.from)).toBe("pending");
+    logs.expectLogged("warn", { message: "webhook queue: dead-lettered event marked failed", event_id: event.id });
   });
 });
 

@@ -347,6 +347,9 @@ describe("stores on two shards: bookmarks and the fixture loader", () => {
 });
 
 describe("stores on two shards: the queue consumer and the sweep", () => {
+  // The consumer logs each dead-lettered event it ends; the lines are captured and checked.
+  const logs = captureServiceLogs();
+
   it("the queue consumer delivers an event from its store's shard, and the sweep visits every shard", async () => {
     const { a, b } = await storesOnBothShards();
     const events = [];
@@ -378,6 +381,7 @@ describe("stores on two shards: the queue consumer and the sweep", () => {
       expect(
         await count(store.home, "SELECT count(*) AS n FROM webhook_events WHERE id = ? AND status = 'failed'", id),
       ).toBe(1);
+      logs.expectLogged("warn", { message: "webhook queue: dead-lettered event marked failed", event_id: id });
     }
   });
 });

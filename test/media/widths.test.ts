@@ -10,6 +10,7 @@ import { srcset } from "../../src/uploads/srcset";
 import { WidthClaims, widthClaimMs } from "../../src/uploads/width-claims";
 import { uuid } from "../support/factories";
 import { api, json, origin, withBindings } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { gif } from "../support/media-bytes";
 import { poll } from "../support/poll";
 import { complete, stage } from "../support/uploads";
@@ -316,6 +317,9 @@ describe("a width made once, then served from memory, the cache or R2", () => {
 });
 
 describe("a width made once: failed generations and several widths at once", () => {
+  // The damaged images' failed generations are logged; the lines are captured and checked.
+  const logs = captureServiceLogs();
+
   it("a failed generation answers 503 with Retry-After, stores nothing, and the next request makes it", async () => {
     const { storeId, uploadId, url } = await hostImage(quadrants(1000, 600), 1000, 600);
     const key = mediaKey(storeId, uploadId, "webp");
@@ -331,6 +335,7 @@ describe("a width made once: failed generations and several widths at once", () 
     expect(await failed.json()).toEqual({ message: expect.stringContaining("try again") });
     expect(await env.BUCKET.head(mediaWidthKey(storeId, uploadId, 640))).toBeNull();
     expect(await caches.default.match(`${url}?width=640`)).toBeUndefined();
+    logs.expectLogged("error", { message: "media: making a width failed", upload_id: uploadId, width: 640 });
 
     await env.BUCKET.put(key, goodBytes, { customMetadata: { width: "1000", height: "600" } });
     const retried = await fetchUrl(`${url}?width=640`);
@@ -348,6 +353,7 @@ describe("a width made once: failed generations and several widths at once", () 
     expect(answers.map((response) => response.status)).toEqual([503, 503, 503, 503]);
     for (const response of answers) expect(response.headers.get("Retry-After")).toBeTruthy();
     expect(widthGenerations() - before).toBe(1);
+    logs.expectLogged("error", { message: "media: making a width failed", upload_id: uploadId, width: 480 });
   });
 
   it("several widths of one image and other requests at once: every one answered, each width made once", async () => {

@@ -4,6 +4,7 @@ import type { ConverterService } from "../../src/converter/contract";
 import { mediaKey } from "../../src/storage/keys";
 import { uploadMessages } from "../../src/uploads/messages";
 import { api, expectJson, fetchApp } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { isoMedia, png } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
 
@@ -42,6 +43,9 @@ function converterWith(overrides: Partial<ConverterService>): ConverterService {
   };
 }
 
+// Every failure these tests provoke is logged by the API; the lines are captured and checked.
+const logs = captureServiceLogs();
+
 describe("complete without the converter: a missing binding, runtime errors and a lost answer", () => {
   it("no CONVERTER binding: 503 naming it, Retry-After, the upload stays stored; a retry with it completes", async () => {
     const staged = await stage(await png(64, 48), pngUpload);
@@ -74,6 +78,7 @@ describe("complete without the converter: a missing binding, runtime errors and 
       expect(refused.status).toBe(503);
       expect(refused.headers.get("Retry-After")).toBe("2");
       expect(await refused.json()).toEqual({ message: uploadMessages.converterUnavailable(reason) });
+      logs.expectLogged("error", { message: "converter: the call failed", error: `Error: ${runtimeError}` });
       expect(await uploadState(staged)).toBe("stored");
       const retried = await complete(staged.token, staged.storeId, staged.reservation.id);
       expect(await expectJson(retried, 201)).toMatchObject({ type: "image", width: 40, height: 30 });
@@ -89,6 +94,7 @@ describe("complete without the converter: a missing binding, runtime errors and 
       },
     });
     expect((await completeWith(answerLost, staged)).status).toBe(503);
+    logs.expectLogged("error", { message: "converter: the call failed", error: "Error: Network connection lost." });
     expect(await env.BUCKET.head(mediaKey(staged.storeId, staged.reservation.id, "webp"))).toBeNull();
     expect(await uploadState(staged)).toBe("stored");
     const retried = await complete(staged.token, staged.storeId, staged.reservation.id);
@@ -125,6 +131,7 @@ describe("complete without the converter: a cut stream, what needs no conversion
     expect(refused.status).toBe(503);
     expect(refused.headers.get("Retry-After")).toBe("2");
     expect(await refused.json()).toEqual({ message: uploadMessages.convertedNotStored });
+    logs.expectLogged("error", { message: "upload: storing the converted image failed" });
     expect(await env.BUCKET.head(mediaKey(staged.storeId, staged.reservation.id, "webp"))).toBeNull();
     expect(await uploadState(staged)).toBe("stored");
     const retried = await complete(staged.token, staged.storeId, staged.reservation.id);
@@ -147,6 +154,7 @@ describe("complete without the converter: a cut stream, what needs no conversion
     const refused = await fetchApp(`${hosted.file_url}?width=160`, {}, { CONVERTER: undefined });
     expect(refused.status).toBe(503);
     expect(refused.headers.get("Retry-After")).toBe("2");
+    logs.expectLogged("error", { message: "media: making a width failed", width: 160 });
     const made = await fetchApp(`${hosted.file_url}?width=160`);
     expect(made.status).toBe(200);
     expect(made.headers.get("Content-Type")).toBe("image/webp");
