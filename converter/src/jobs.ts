@@ -79,8 +79,24 @@ export async function convertStill(job: ConvertJob): Promise<ConvertOutcome> {
  * R2 gives a single put of them (their MD5), so the API can answer before it stores them.
  */
 export async function makeWidth(job: WidthJob): Promise<WidthOutcome> {
-  const { bytes } = await resizeHostedWebp(sourceInput(job.source), { width: job.width, height: job.height });
-  return { bytes, etag: await r2Etag(bytes) };
+  return refusedOr(async () => {
+    const { bytes } = await resizeHostedWebp(sourceInput(job.source), { width: job.width, height: job.height });
+    return { bytes, etag: await r2Etag(bytes) };
+  });
+}
+
+/**
+ * Runs a job, answering the pipeline's refusal as an outcome as `convertStill` does: thrown out of an RPC
+ * method, even one the API catches, the runtime reports it as an uncaught exception of the converter.
+ */
+async function refusedOr<T>(job: () => Promise<T>): Promise<T | Refusal> {
+  try {
+    return await job();
+  } catch (error) {
+    const refusal = refusalOf(error);
+    if (refusal) return refusal;
+    throw error;
+  }
 }
 
 /** The entity tag R2 gives a single put of `bytes`: their MD5. */
@@ -93,11 +109,11 @@ async function r2Etag(bytes: Uint8Array): Promise<string> {
  * grid of tiles, convert/avif.ts), and answers its bytes and entity tag as a width does.
  */
 export async function makeAvif(job: AvifJob): Promise<AvifOutcome> {
-  const { bytes, width, height } = await encodeHostedAvif(sourceInput(job.source), {
-    width: job.width,
-    height: job.height,
+  return refusedOr(async () => {
+    const size = { width: job.width, height: job.height };
+    const { bytes, width, height } = await encodeHostedAvif(sourceInput(job.source), size);
+    return { bytes, etag: await r2Etag(bytes), width, height };
   });
-  return { bytes, etag: await r2Etag(bytes), width, height };
 }
 
 /** A WebP's canvas size and animation flag from its first bytes; null when they are not a readable WebP. */

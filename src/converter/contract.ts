@@ -57,7 +57,13 @@ export type ConvertOutcome =
 export type WidthJob = { source: SourceBytes; width: number; height: number };
 
 /** A variant's bytes (small: a width), and R2's entity tag for them as one put would give it (their MD5). */
-export type WidthOutcome = { bytes: Uint8Array; etag: string };
+export type WidthVariant = { bytes: Uint8Array; etag: string };
+
+/**
+ * A width made, or refused: the hosted file cannot be read (damaged since it was hosted). A refusal is an
+ * answer, not an exception: the runtime reports an exception an RPC method throws as uncaught in the converter.
+ */
+export type WidthOutcome = WidthVariant | Refusal;
 
 /**
  * Encodes a converted image as an AVIF `width × height` (at most the hosted image's size): a `?format=avif`
@@ -66,7 +72,10 @@ export type WidthOutcome = { bytes: Uint8Array; etag: string };
 export type AvifJob = { source: SourceBytes; width: number; height: number };
 
 /** An AVIF's bytes, their entity tag (as for a width), and the size it was encoded at. */
-export type AvifOutcome = WidthOutcome & { width: number; height: number };
+export type AvifVariant = WidthVariant & { width: number; height: number };
+
+/** An AVIF made, or refused as a width is. */
+export type AvifOutcome = AvifVariant | Refusal;
 
 /** The converter's RPC methods: what the API's binding may call. */
 export interface ConverterService {

@@ -1,6 +1,6 @@
 import { setting } from "../config";
 import { askConverter, converterRetryAfterSeconds, r2Source } from "../converter/client";
-import type { SourceBytes } from "../converter/contract";
+import type { Refusal, SourceBytes } from "../converter/contract";
 import { ApiError } from "../http/errors";
 import { log } from "../lib/log";
 import { mediaAvifKey, mediaKey, mediaWidthKey } from "../storage/keys";
@@ -334,9 +334,19 @@ async function make(ask: WidthRequest, variant: Variant): Promise<Made> {
   const context = { upload_id: ask.uploadId, width: variant.width, format: variant.format };
   const job = { source: variant.hosted, ...variant.size };
   if (variant.format === "avif")
-    return askConverter(ask.env.CONVERTER, context, (converter) => converter.makeAvif(job));
-  const made = await askConverter(ask.env.CONVERTER, context, (converter) => converter.makeWidth(job));
+    return madeOrThrow(await askConverter(ask.env.CONVERTER, context, (converter) => converter.makeAvif(job)));
+  const made = madeOrThrow(await askConverter(ask.env.CONVERTER, context, (converter) => converter.makeWidth(job)));
   return { ...made, ...variant.size };
+}
+
+/**
+ * The variant the converter made; its refusal (the hosted file damaged since it was hosted) thrown, to be
+ * answered as any failure to make it: 503, nothing stored, the next request tries again.
+ */
+function madeOrThrow<T extends object>(outcome: T | Refusal): T {
+  if ("refused" in outcome)
+    throw new Error(`the converter refused the hosted image (${outcome.refused}): ${outcome.detail}`);
+  return outcome;
 }
 
 /** Stores a made variant; whether it was stored (a failure is logged, and the next request makes it again). */

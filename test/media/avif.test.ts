@@ -15,6 +15,7 @@ import { rememberedWidths, widthGenerations } from "../../src/media/widths";
 import { mediaAvifKey, mediaKey, privateFileKey } from "../../src/storage/keys";
 import { uuid } from "../support/factories";
 import { json, origin } from "../support/http";
+import { captureServiceLogs } from "../support/logs";
 import { gif } from "../support/media-bytes";
 import { complete, stage } from "../support/uploads";
 
@@ -214,6 +215,9 @@ describe("format=auto", () => {
 });
 
 describe("an AVIF is made once, then served from the cache or R2", () => {
+  // The failures provoked on purpose (a damaged hosted file) are logged by the API: captured and checked.
+  const logs = captureServiceLogs();
+
   it("concurrent first requests answer identical bytes and encode once per (width, format)", async () => {
     const { url } = await hostImage(quadrants(1600, 1000), 1600, 1000);
     const before = widthGenerations();
@@ -256,6 +260,14 @@ describe("an AVIF is made once, then served from the cache or R2", () => {
     expect(await failed.json()).toEqual({ message: expect.stringContaining("AVIF") });
     expect(await env.BUCKET.head(mediaAvifKey(storeId, uploadId, 640))).toBeNull();
     expect(await caches.default.match(`${url}?width=640&format=avif`)).toBeUndefined();
+    logs.expectLogged("error", {
+      message: "media: making a width failed",
+      width: 640,
+      format: "avif",
+      error: expect.stringContaining("refused the hosted image (unconvertible)"),
+    });
+    // The converter answered a refusal: its call did not fail (an exception out of it is reported as uncaught).
+    expect(logs.lines("error")).not.toContainEqual(expect.objectContaining({ message: "converter: the call failed" }));
 
     await env.BUCKET.put(key, good, { customMetadata: { width: "1000", height: "600" } });
     const retried = await fetchUrl(`${url}?width=640&format=avif`);
