@@ -24,6 +24,11 @@ const expectedDisconnectLogs = [
   // The converter's isolate ended mid-answer (the tests that end it), a delivery's connection refused: the
   // Worker's read of the answer rejects.
   /^uncaught exception; source = Uncaught \(in promise\); stack = Error: Network connection lost\.$/,
+  // The same connection lost as workerd's JavaScript layer reports it, with only its native stack (a
+  // delivery's connection closed under it, test/events/worker.test.ts).
+  new RegExp(
+    String.raw`^uncaught exception; exception = workerd/jsg/value\.h:\d+: disconnected: jsg\.Error: Network connection lost\.\n${nativeStack}$`,
+  ),
   // The same cuts as workerd's I/O layer sees them: a body shorter than its Content-Length, a reader cancelled.
   new RegExp(
     String.raw`^exception = kj/async-io\.c\+\+:\d+: disconnected: fixed-length pipe ended prematurely\n${nativeStack}$`,

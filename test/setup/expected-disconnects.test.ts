@@ -8,6 +8,7 @@ const stack = "stack: node_modules/workerd/bin/workerd@654ee27 node_modules/work
 const recordedDisconnects = [
   "uncaught exception; source = Uncaught (in promise); stack = TypeError: Can't read from request stream because client disconnected.\n",
   "uncaught exception; source = Uncaught (in promise); stack = Error: Network connection lost.\n",
+  `uncaught exception; exception = workerd/jsg/value.h:1535: disconnected: jsg.Error: Network connection lost.\n${stack}\n`,
   `exception = kj/async-io.c++:2008: disconnected: fixed-length pipe ended prematurely\n${stack}\n`,
   `exception = workerd/api/streams/identity-transform-stream.c++:296: disconnected: reader canceled\n${stack}\n`,
   `exception = rust/worker/ffi.rs:110: disconnected: Connection refused (os error 111)\n${stack}\n`,
