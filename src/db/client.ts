@@ -13,7 +13,6 @@ type Relations = ExtractTablesWithRelations<Schema>;
 /** Drizzle over a D1 binding or session, with the schema for typed and relational queries. */
 export type Database = DrizzleD1Database<Schema> & { $client: D1Database };
 
-
 /**
  * What `drizzle(d1, { schema })` derives from the schema on every call: the relational configuration of every
  * table. A request opens a database per D1 session, and deriving it again each time was a twentieth of a warm
