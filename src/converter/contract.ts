@@ -57,7 +57,7 @@ export type ConvertOutcome =
 export type WidthJob = { source: SourceBytes; width: number; height: number };
 
 /** A variant's bytes (small: a width), and R2's entity tag for them as one put would give it (their MD5). */
-export type WidthVariant = { bytes: Uint8Array; etag: string };
+type WidthVariant = { bytes: Uint8Array; etag: string };
 
 /**
  * A width made, or refused: the hosted file cannot be read (damaged since it was hosted). A refusal is an
@@ -72,7 +72,7 @@ export type WidthOutcome = WidthVariant | Refusal;
 export type AvifJob = { source: SourceBytes; width: number; height: number };
 
 /** An AVIF's bytes, their entity tag (as for a width), and the size it was encoded at. */
-export type AvifVariant = WidthVariant & { width: number; height: number };
+type AvifVariant = WidthVariant & { width: number; height: number };
 
 /** An AVIF made, or refused as a width is. */
 export type AvifOutcome = AvifVariant | Refusal;

@@ -2,6 +2,7 @@ import { setting } from "../config";
 import { askConverter, converterRetryAfterSeconds, r2Source } from "../converter/client";
 import type { Refusal, SourceBytes } from "../converter/contract";
 import { ApiError } from "../http/errors";
+import { renewEvery } from "../lib/lease";
 import { log } from "../lib/log";
 import { mediaAvifKey, mediaKey, mediaWidthKey } from "../storage/keys";
 import { widthClaims } from "../uploads/for-media";
@@ -40,6 +41,12 @@ function variantHeaders(etag: string, size: number, format: Format): Headers {
     "Content-Length": String(size),
   });
 }
+
+/**
+ * How often a request making a variant renews its claim: a third of the coordinator's lease (10 s,
+ * uploads/width-claims.ts), so one renewal late or lost does not let the claim lapse.
+ */
+const claimRenewalMs = 3_000;
 
 /** How long a request waits for another request's generation of the same width before answering 503. */
 const waitLimitMs = 25_000;
@@ -290,16 +297,19 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
       continue;
     }
     if (claim.verdict === "make") {
+      const held = holdClaim(ask, variant, claim.attempt);
       let made: Made;
       try {
         made = await make(ask, variant);
       } catch (error) {
         logFailure(ask, width, error, format);
+        held.release();
         await finish(ask, variant, claim.attempt, false);
         return unavailable(format);
       }
       // Stored and reported after the answer: requests waiting meanwhile find it in R2 once it is there.
-      ask.waitUntil(store(ask, variant, made).then((stored) => finish(ask, variant, claim.attempt, stored)));
+      const stored = store(ask, variant, made).finally(() => held.release());
+      ask.waitUntil(stored.then((done) => finish(ask, variant, claim.attempt, done)));
       return serveStored(ask, served, made.etag, made.bytes.length, new Response(made.bytes));
     }
     waitedOn = claim.attempt;
@@ -309,6 +319,20 @@ async function claimAndMake(ask: WidthRequest, variant: Variant): Promise<Respon
     const stored = await storedNow();
     if (stored) return stored;
   }
+}
+
+/**
+ * Renews this request's claim on the variant every {@link claimRenewalMs} until released: an encode longer than
+ * a lease (an AVIF grid, a converter busy with other jobs) keeps its claim, so the requests waiting never make
+ * it a second time, while a maker that died stops renewing and its claim lapses after one lease.
+ */
+function holdClaim(ask: WidthRequest, variant: Variant, attempt: number): { release(): void } {
+  const release = renewEvery(claimRenewalMs, () => widthClaims(ask.env, ask.storeId).renew(variant.claimKey, attempt), {
+    store_id: ask.storeId,
+    width: variant.width,
+    format: variant.format,
+  });
+  return { release };
 }
 
 /** Reports the end of an attempt to the coordinator; unreported (it failed), the claim lapses after its lease. */

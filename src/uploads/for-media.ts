@@ -7,14 +7,16 @@ import { storeCoordinator } from "./coordinator/client";
  */
 
 /**
- * The store's coordinator as `?width=` uses it: one request at a time makes a width (`claimWidth`), and
- * reports the end of its attempt (`finishWidth`); docs/responsive-images.md.
+ * The store's coordinator as `?width=` uses it: one request at a time makes a width (`claimWidth`), renews its
+ * claim while it makes it (`renewWidth`), and reports the end of its attempt (`finishWidth`);
+ * docs/responsive-images.md.
  */
 export function widthClaims(env: Env, storeId: string) {
   const coordinator = storeCoordinator(env, storeId);
   return {
     claim: (key: string, waitedOn: number | null, notStored: boolean) =>
       coordinator.claimWidth(key, waitedOn, notStored),
+    renew: (key: string, attempt: number) => coordinator.renewWidth(key, attempt),
     finish: (key: string, attempt: number, made: boolean) => coordinator.finishWidth(key, attempt, made),
   };
 }

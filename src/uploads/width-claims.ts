@@ -18,10 +18,11 @@ export type WidthClaim =
   | { verdict: "failed" };
 
 /**
- * How long a claim holds without its end reported before another request may take it over: a request that
- * died while making a width (its isolate gone) holds that width back for at most this long. Making one takes
- * well under a second (a hosted image is at most 2560 px); a slow maker taken over costs one more generation
- * of the same bytes, nothing worse, so the claim is short rather than renewed.
+ * How long a claim holds without its end reported or a renewal before another request may take it over: a
+ * request that died while making a width (its isolate gone) holds that width back for at most this long. A
+ * maker renews its claim while it waits on the converter (`renew`), since an AVIF may take longer than this
+ * (a grid of noise: 9 s in Node, more in workerd; a converter busy with other jobs first), and a maker taken
+ * over would encode it twice.
  */
 export const widthClaimMs = 10_000;
 
@@ -46,6 +47,14 @@ export class WidthClaims {
     this.entries.set(key, { attempt: this.issued, until: now + widthClaimMs, state: "making" });
     this.sweep(now);
     return { verdict: "make", attempt: this.issued };
+  }
+
+  /** The holder of `attempt` is still making it: its claim holds another lease; false once it was taken over. */
+  renew(key: string, attempt: number, now: number): boolean {
+    const entry = this.entries.get(key);
+    if (entry?.attempt !== attempt || entry.state !== "making") return false;
+    entry.until = now + widthClaimMs;
+    return true;
   }
 
   /** The holder of `attempt` reports its end: made (the variant is stored) or failed. */

@@ -10,13 +10,16 @@ import {
   quadrants,
   writeRgbaPng,
 } from "../../converter/test/images";
+import type { ConverterService } from "../../src/converter/contract";
 import { signFileUrl } from "../../src/media/signing";
 import { rememberedWidths, widthGenerations } from "../../src/media/widths";
 import { mediaAvifKey, mediaKey, privateFileKey } from "../../src/storage/keys";
+import { widthClaimMs } from "../../src/uploads/width-claims";
 import { uuid } from "../support/factories";
-import { json, origin } from "../support/http";
+import { fetchApp, json, origin } from "../support/http";
 import { captureServiceLogs } from "../support/logs";
 import { gif } from "../support/media-bytes";
+import { poll } from "../support/poll";
 import { complete, stage } from "../support/uploads";
 
 /** `{file_url}?format=` (docs/responsive-images.md, "AVIF"): an AVIF made once per width and format. */
@@ -291,4 +294,30 @@ describe("an AVIF is made once, then served from the cache or R2", () => {
       height: 960,
     });
   }, 240_000);
+});
+
+describe("an AVIF's claim lasts as long as its encode", () => {
+  it("concurrent first requests encode once even when the encode outlasts a claim's lease (a grid, a busy converter): the maker renews its claim", async () => {
+    const { url } = await hostImage(quadrants(1000, 600), 1000, 600);
+    // An encode that takes longer than a lease: the time is the point, the coordinator's claims run on real time.
+    const slowConverter: ConverterService = {
+      convert: (job) => env.CONVERTER.convert(job),
+      makeWidth: (job) => env.CONVERTER.makeWidth(job),
+      describe: (head) => env.CONVERTER.describe(head),
+      async makeAvif(job) {
+        const started = Date.now();
+        await poll(Date.now, (now) => now - started > widthClaimMs + 500, { timeoutMs: 2 * widthClaimMs });
+        return env.CONVERTER.makeAvif(job);
+      },
+    };
+    const before = widthGenerations();
+    const asked = Array.from({ length: 4 }, () =>
+      fetchApp(`${url}?width=640&format=avif`, {}, { CONVERTER: slowConverter }),
+    );
+    const answers = await Promise.all(asked);
+    expect(answers.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    const bodies = await Promise.all(answers.map(bytesOf));
+    for (const body of bodies.slice(1)) expect(body).toEqual(bodies[0]);
+    expect(widthGenerations() - before).toBe(1);
+  }, 60_000);
 });

@@ -78,6 +78,11 @@ export class StoreCoordinator extends DurableObject<Env> {
     return this.widthClaims.claim(key, waitedOn, now, notStored);
   }
 
+  /** A `?width=` generation still under way keeps its claim (see width-claims.ts); false once taken over. */
+  renewWidth(key: string, attempt: number, now = Date.now()): boolean {
+    return this.widthClaims.renew(key, attempt, now);
+  }
+
   /** The end of a `?width=` generation this object handed out. */
   finishWidth(key: string, attempt: number, made: boolean, now = Date.now()): void {
     this.widthClaims.finish(key, attempt, made, now);
