@@ -35,4 +35,25 @@ describe("the e2e server's stderr", () => {
     filter.stopping();
     expect(shown(filter, [...deadlockDump, ...wranglerError])).toEqual(wranglerError);
   });
+
+  it("hides wrangler's reports of the part PUTs a test cut on purpose, and the log-file note they cause; shows any other", () => {
+    const red = (text: string) => `\x1b[31m${text}\x1b[0m`;
+    const cut = (part: number) =>
+      red(
+        `✘ [ERROR] Error inside ProxyWorker (the affected request failed; the dev server continues): PUT http://127.0.0.1:44551/api/v1/media-uploads/49000cb6-e20d-483a-9a06-f603e9c4edd9/parts/${part} (failed after 1 attempt): Network connection lost.`,
+      );
+    const note = '🪵  Logs were written to "/root/.config/.wrangler/logs/wrangler-2026-11-28_18-48-08_987.log"';
+    expect(shown(devServerStderrFilter(), [cut(10), "", "", cut(11), "", "", note])).toEqual([]);
+
+    const otherRoute =
+      "✘ [ERROR] Error inside ProxyWorker (the affected request failed; the dev server continues): GET http://127.0.0.1:44551/api/v1/products/x (failed after 1 attempt): Network connection lost.";
+    const otherCause =
+      "✘ [ERROR] Error inside ProxyWorker (the affected request failed; the dev server continues): PUT http://127.0.0.1:44551/api/v1/media-uploads/49000cb6-e20d-483a-9a06-f603e9c4edd9/parts/3 (failed after 1 attempt): internal error";
+    expect(shown(devServerStderrFilter(), [otherRoute, otherCause, "", note])).toEqual([
+      otherRoute,
+      otherCause,
+      "",
+      note,
+    ]);
+  });
 });

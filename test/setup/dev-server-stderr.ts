@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { stripVTControlCharacters } from "node:util";
 
 /*
  * The e2e server's stderr (both `wrangler dev` processes), copied to the test run's stderr line by line,
@@ -17,18 +18,42 @@ const esbuildDeadlock = "fatal error: all goroutines are asleep - deadlock!";
 const goroutineDumpLine = /^(?:|goroutine \d+ \[[^\]]*\]:|\t\S.*|created by \S.*|\S+\(.*\)(?: \S+)?)$/;
 
 /**
- * Decides line by line what of the server's stderr to show: all of it, except, once `stopping()` was
- * called, esbuild's deadlock dump (its first line and the dump lines after it).
+ * wrangler's report of a part PUT whose connection was lost (colours stripped): test/e2e/multipart-upload.test.ts
+ * cuts the browser's network mid-upload on purpose, and checks what the service kept.
+ */
+const cutPartPut =
+  /^✘ \[ERROR\] Error inside ProxyWorker \(the affected request failed; the dev server continues\): PUT \S+\/media-uploads\/[0-9a-f-]+\/parts\/\d+ \(failed after \d+ attempts?\): Network connection lost\.$/;
+/** wrangler's pointer to its log file, which it prints once an error was reported (the cut PUTs above). */
+const logFileNote = /^🪵 +Logs were written to "[^"]+"$/;
+
+/**
+ * Decides line by line what of the server's stderr to show: all of it, except wrangler's reports of the part
+ * PUTs a test cut on purpose (with the blank lines after them and the log-file note they cause) and, once
+ * `stopping()` was called, esbuild's deadlock dump (its first line and the dump lines after it).
  */
 export function devServerStderrFilter() {
   let stopping = false;
   let inDump = false;
+  let afterCut = false;
+  let cutSeen = false;
+  const isCutReport = (line: string) => {
+    const plain = stripVTControlCharacters(line);
+    if (cutPartPut.test(plain)) {
+      afterCut = true;
+      cutSeen = true;
+      return true;
+    }
+    if (afterCut && plain === "") return true;
+    afterCut = false;
+    return cutSeen && logFileNote.test(plain);
+  };
   return {
     stopping() {
       stopping = true;
     },
     /** Whether `line` is shown. */
     shows(line: string): boolean {
+      if (isCutReport(line)) return false;
       if (stopping && line === esbuildDeadlock) inDump = true;
       else if (inDump && !goroutineDumpLine.test(line)) inDump = false;
       return !inDump;

@@ -12,6 +12,10 @@ const recordedDisconnects = [
   `exception = kj/async-io.c++:2008: disconnected: fixed-length pipe ended prematurely\n${stack}\n`,
   `exception = workerd/api/streams/identity-transform-stream.c++:296: disconnected: reader canceled\n${stack}\n`,
   `exception = rust/worker/ffi.rs:110: disconnected: Connection refused (os error 111)\n${stack}\n`,
+  `uncaught exception; exception = kj/async-io.c++:1697: disconnected: abortRead() has been called\n${stack}\n`,
+  `exception = kj/async-io.c++:1697: disconnected: abortRead() has been called\n${stack}\n`,
+  `uncaught exception; exception = kj/async-io.c++:763: disconnected: read end of pipe was aborted\n${stack}\n`,
+  `exception = kj/async-io.c++:763: disconnected: read end of pipe was aborted\n${stack}\n`,
 ];
 
 /** A stream that keeps what is written to it, filtered as vitest.config.ts filters the runner's output. */

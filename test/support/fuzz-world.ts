@@ -9,6 +9,7 @@ import { bindingHomes } from "../../src/db/shards";
 import { FixtureDocument } from "../../src/dev/fixture-schema";
 import { loadFixtures } from "../../src/dev/fixtures";
 import { insertEvent, newEvent } from "../../src/events/records";
+import { recordingQueue } from "./events";
 import { customFields, productInput, seedToken, storeDb, variantInput } from "./factories";
 import { origin } from "./http";
 import { png } from "./media-bytes";
@@ -28,10 +29,16 @@ export const vars = {
 
 export type Answer = { status: number; contentType: string | null; text: string };
 
+/**
+ * Events the fuzzed calls make (publish, redeliver) are enqueued on a recording queue: delivered for real, they
+ * would be posted to the fixture's hooks.example.test, which never resolves.
+ */
+const webhookQueue = recordingQueue().queue;
+
 /** One request through the Worker's app, its background work (storing, hosting) finished before the next. */
 export async function send(request: Request): Promise<Answer> {
   const ctx = createExecutionContext();
-  const response = await app.fetch(request, { ...env, ...vars }, ctx);
+  const response = await app.fetch(request, { ...env, ...vars, WEBHOOK_QUEUE: webhookQueue }, ctx);
   const text = await response.text();
   await waitOnExecutionContext(ctx);
   return { status: response.status, contentType: response.headers.get("Content-Type"), text };
