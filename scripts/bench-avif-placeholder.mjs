@@ -1,30 +1,20 @@
 // The placeholder's cost per complete for `npm run bench:avif` (scripts/bench-avif.mjs): the converter's ThumbHash
 // and colour (converter/src/convert/placeholder.ts) and the API's placeholder_url (src/uploads/placeholder-url.ts),
 // bundled with esbuild and run in this Node process (workerd's timers do not advance while code runs).
-import { build } from "esbuild";
 import { loadImageHelpers } from "./lib/bench-images.mjs";
 import { num, percentile, spread, stats } from "./lib/bench-report.mjs";
-import { projectRoot } from "./lib/bench-run.mjs";
+import { importSource } from "./lib/import-source.mjs";
 
 const PLACEHOLDER_RUNS = 60;
 const GOAL_MS = 2;
 
 /** The placeholder code of both Workers, bundled for Node. */
 async function placeholderCode() {
-  const bundled = await build({
-    stdin: {
-      contents: `export { placeholderOf } from "./converter/src/convert/placeholder.ts";
+  return importSource(
+    `export { placeholderOf } from "./converter/src/convert/placeholder.ts";
 export { placeholderUrl } from "./src/uploads/placeholder-url.ts";`,
-      resolveDir: projectRoot,
-      loader: "ts",
-    },
-    bundle: true,
-    format: "esm",
-    platform: "node",
-    write: false,
-  });
-  const code = bundled.outputFiles[0].text;
-  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+    { platform: "node" },
+  );
 }
 
 export async function measurePlaceholder() {

@@ -11,7 +11,6 @@
 // computed with that very code (bundled with esbuild) and printed beside it as a cross-check.
 //
 //   npm run bench:publish     this part alone; rewrites its block of docs/benchmarks.md
-import { build } from "esbuild";
 import {
   benchIds,
   benchSizes,
@@ -20,7 +19,6 @@ import {
   log,
   machineLine,
   num,
-  projectRoot,
   publishReloadDocument,
   runParts,
   spread,
@@ -30,6 +28,7 @@ import {
   withBenchStore,
 } from "./bench-lib.mjs";
 import { loadFixture } from "./dev-server.mjs";
+import { importSource } from "./lib/import-source.mjs";
 
 const WARMUP = 2;
 const RUNS = 15;
@@ -80,18 +79,7 @@ export async function expectedInserts() {
     export { createDb } from "./src/db/client.ts";
     export { variants, customFields, crossSells } from "./src/db/schema.ts";
   `;
-  const result = await build({
-    stdin: { contents: entry, resolveDir: projectRoot, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["module", "main"],
-    write: false,
-    logLevel: "silent",
-  });
-  const code = await import(
-    `data:text/javascript;base64,${Buffer.from(result.outputFiles[0].text).toString("base64")}`
-  );
+  const code = await importSource(entry);
   // Building statements needs no binding; only running them would.
   const db = code.createDb({});
   const inserts = (table, rows) =>

@@ -16,10 +16,10 @@
 // The SQL is not written twice: the script bundles src/subscriptions (filters.ts, query.ts) with
 // esbuild and asks it for the statements of each shape, exactly as the Worker builds them.
 import { DatabaseSync } from "node:sqlite";
-import { build } from "esbuild";
-import { isMain, log, machineLine, percentile, projectRoot, runParts, withPersistedDevServer } from "./bench-lib.mjs";
+import { isMain, log, machineLine, percentile, runParts, withPersistedDevServer } from "./bench-lib.mjs";
 import { applyLocalMigrations, loadFixture, wrangler } from "./dev-server.mjs";
 import { d1File, loadData, MAIN_ROWS, MAIN_STORE, OTHER_ROWS } from "./lib/bench-subscription-data.mjs";
+import { importSource } from "./lib/import-source.mjs";
 
 /** Timed requests per shape after the warm-up, unless the shape's time budget runs out first. */
 const SAMPLES = 40;
@@ -42,17 +42,7 @@ export async function loadAppQueryCode() {
     export { subscriptionSearchText } from "./src/subscriptions/resource.ts";
     export { createDb } from "./src/db/client.ts";
   `;
-  const result = await build({
-    stdin: { contents: entry, resolveDir: projectRoot, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["module", "main"],
-    write: false,
-    logLevel: "silent",
-  });
-  const source = result.outputFiles[0].text;
-  const app = await import(`data:text/javascript;base64,${Buffer.from(source).toString("base64")}`);
+  const app = await importSource(entry);
   // A D1 binding is only needed to run statements; building their SQL needs none.
   const db = app.createDb({});
   return {

@@ -9,7 +9,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { importSource } from "./lib/import-source.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const end = "<!-- config-docs:end -->";
@@ -18,18 +18,7 @@ const start = (table) =>
 
 /** src/config.ts's parsers, bundled with what they import (as the benches load src/), in this Node process. */
 async function settingParsers() {
-  const result = await build({
-    stdin: { contents: 'export { settingParsers } from "./src/config.ts";', resolveDir: root, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    mainFields: ["module", "main"],
-    write: false,
-    logLevel: "silent",
-  });
-  const code = await import(
-    `data:text/javascript;base64,${Buffer.from(result.outputFiles[0].text).toString("base64")}`
-  );
+  const code = await importSource('export { settingParsers } from "./src/config.ts";');
   return code.settingParsers;
 }
 
