@@ -175,3 +175,14 @@ export async function setUploadLimit(storeId: string, bytes: number) {
     await db.prepare("UPDATE stores SET upload_limit_bytes = ? WHERE id = ?").bind(bytes, storeId).run();
   }
 }
+
+/** The fields of a hosted result that only a converted still image fills: null in every other result. */
+export const notConvertedFields = {
+  width: null,
+  height: null,
+  srcset: null,
+  sources: null,
+  placeholder: null,
+  placeholder_url: null,
+  dominant_color: null,
+} as const;

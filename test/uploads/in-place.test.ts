@@ -14,6 +14,7 @@ import {
   MiB,
   mp4OfSize,
   multipartEnv,
+  notConvertedFields,
   partOf,
   putBytes,
   putPart,
@@ -173,13 +174,7 @@ describe("a complete that died half-way", () => {
       name: "plik.bin",
       file_url: `${origin}/media/${owner.storeId}/${reservation.id}.mp4`,
       type: "video",
-      width: null,
-      height: null,
-      srcset: null,
-      sources: null,
-      placeholder: null,
-      placeholder_url: null,
-      dominant_color: null,
+      ...notConvertedFields,
     });
     expect(await servedBytes(hosted.file_url)).toEqual(bytes);
   });

@@ -22,6 +22,7 @@ import {
   type MultipartReservation,
   mp4OfSize,
   multipartEnv,
+  notConvertedFields,
   partOf,
   putBytes,
   putPart,
@@ -146,13 +147,7 @@ describe("PUT /media-uploads/{id}/parts/{part_number}: order and retries", () =>
       name: "film.mp4",
       file_url: `${origin}/media/${owner.storeId}/${reservation.id}.mp4`,
       type: "video",
-      width: null,
-      height: null,
-      srcset: null,
-      sources: null,
-      placeholder: null,
-      placeholder_url: null,
-      dominant_color: null,
+      ...notConvertedFields,
     });
     expect(await servedDigest(owner.storeId, reservation.id, "mp4")).toBe(await digest(file));
     // Hosted in place: the assembled bytes stay where the parts became one object, the hosted key names them.

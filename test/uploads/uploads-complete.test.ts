@@ -8,7 +8,16 @@ import { isolateClock } from "../support/clock";
 import { seedStore, seedToken, uuid } from "../support/factories";
 import { api, json, origin } from "../support/http";
 import { gif, isoMedia, oggTheora, pdf, png, svg, truncatedPng, webm, zip } from "../support/media-bytes";
-import { complete, coordinatorOf, host, putBytes, reserve, setUploadLimit, storedState } from "../support/uploads";
+import {
+  complete,
+  coordinatorOf,
+  host,
+  notConvertedFields,
+  putBytes,
+  reserve,
+  setUploadLimit,
+  storedState,
+} from "../support/uploads";
 
 describe("POST /media-uploads/{id}/complete: what the sniffed bytes are hosted as", () => {
   it("complete rule 3 (docs/api.md, Complete): video bytes prepared as image host unchanged with type video (MP4, MOV, M4V, WebM, Ogg)", async () => {
@@ -28,13 +37,7 @@ describe("POST /media-uploads/{id}/complete: what the sniffed bytes are hosted a
         name: `film.${ext}`,
         file_url: `${origin}/media/${storeId}/${reservation.id}.${ext}`,
         type: "video",
-        width: null,
-        height: null,
-        srcset: null,
-        sources: null,
-        placeholder: null,
-        placeholder_url: null,
-        dominant_color: null,
+        ...notConvertedFields,
       });
       const served = await exports.default.fetch(`${origin}/media/${storeId}/${reservation.id}.${ext}`);
       expect(served.headers.get("Content-Type"), ext).toBe(mime);
@@ -50,13 +53,7 @@ describe("POST /media-uploads/{id}/complete: what the sniffed bytes are hosted a
       name: "clip.mp4",
       file_url: `${origin}/media/${storeId}/${reservation.id}.gif`,
       type: "image",
-      width: null,
-      height: null,
-      srcset: null,
-      sources: null,
-      placeholder: null,
-      placeholder_url: null,
-      dominant_color: null,
+      ...notConvertedFields,
     });
   });
 
@@ -265,13 +262,7 @@ describe("POST /media-uploads/{id}/complete: a complete whose process died", () 
       name: "plik.bin",
       file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
       type: "video",
-      width: null,
-      height: null,
-      srcset: null,
-      sources: null,
-      placeholder: null,
-      placeholder_url: null,
-      dominant_color: null,
+      ...notConvertedFields,
     });
   });
 });

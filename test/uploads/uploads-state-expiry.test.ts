@@ -8,7 +8,16 @@ import { seedStore, seedToken } from "../support/factories";
 import { api, json, origin } from "../support/http";
 import { isoMedia } from "../support/media-bytes";
 import { poll } from "../support/poll";
-import { complete, freshIp, host, putBytes, type Reservation, reserve, storedState } from "../support/uploads";
+import {
+  complete,
+  freshIp,
+  host,
+  notConvertedFields,
+  putBytes,
+  type Reservation,
+  reserve,
+  storedState,
+} from "../support/uploads";
 
 describe("GET /media-uploads/{id}", () => {
   it("answers the state and, once completed, the result", async () => {
@@ -22,13 +31,7 @@ describe("GET /media-uploads/{id}", () => {
         name: "plik.bin",
         file_url: `${origin}/media/${storeId}/${reservation.id}.mp4`,
         type: "video",
-        width: null,
-        height: null,
-        srcset: null,
-        sources: null,
-        placeholder: null,
-        placeholder_url: null,
-        dominant_color: null,
+        ...notConvertedFields,
       },
     });
   });
