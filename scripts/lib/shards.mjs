@@ -57,13 +57,16 @@ export function shardedConfigText(configText, databaseName, count) {
 
 /**
  * Writes the wrangler.toml beside `path` with `count` shards to `path` (wrangler.shards.toml of the project
- * unless given; a copy of the project, as the benches run, gets its own); answers the path.
+ * unless given; a copy of the project, as the benches run, gets its own); answers the path. A file that
+ * already says the same is left alone: a running `wrangler dev` watches its configuration and restarts on
+ * any write, and the scripts and tests write this one while `npm run dev` or the e2e server serves from it.
  */
 export async function writeShardedConfig(count, databaseName = "storefront-checkout", path = shardedConfigPath) {
-  const text = await readFile(join(dirname(path), "wrangler.toml"), "utf8");
+  const text = shardedConfigText(await readFile(join(dirname(path), "wrangler.toml"), "utf8"), databaseName, count);
+  if ((await readFile(path, "utf8").catch(() => null)) === text) return path;
   // Written whole, then renamed: a wrangler started meanwhile by another script reads the old file or the new.
   const partial = `${path}.${process.pid}.tmp`;
-  await writeFile(partial, shardedConfigText(text, databaseName, count));
+  await writeFile(partial, text);
   await rename(partial, path);
   return path;
 }
