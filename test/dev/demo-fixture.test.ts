@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import committed from "../../openapi/openapi.json";
-import { demo, demoDrafted, demoEvents, demoFailedEvent, demoPublished, demoStoreId, demoToken } from "../support/demo";
+import { demoUnderNewIds } from "../support/demo";
 import { readEvent } from "../support/events";
 import { api, expectJson, expectStatus } from "../support/http";
 import { type OpenApiDocument, operationsOf, type Parameter, resolve } from "../support/openapi";
@@ -10,6 +10,16 @@ type Page = {
   pagination: { total: number };
 };
 
+// The demo under ids of its own: other files load the demo too, and publish in its store.
+const {
+  document: demo,
+  storeId: demoStoreId,
+  token: demoToken,
+  published: demoPublished,
+  drafted: demoDrafted,
+  events: demoEvents,
+  failedEvent: demoFailedEvent,
+} = demoUnderNewIds();
 const asDemo = (path: string) => api(path, { token: demoToken });
 const document = committed as OpenApiDocument;
 
