@@ -46,9 +46,13 @@ export default defineConfig({
         ],
         test: {
           name: "worker",
-          // Each file in its own isolate, chosen (not vitest's default by accident): module-level state of the
-          // Worker (the token cache, parsed configuration, leased limit slices) starts empty in every file.
-          isolate: true,
+          // The files share the runtime: each of vitest's workers starts one workerd (with the converter beside
+          // it) and runs file after file in it, as a deployed isolate serves request after request. Starting one
+          // per file cost about 5 s each, most of the suite's time. So no file may count on empty databases or
+          // on module state (the token cache, parsed configuration, leased limit slices) another file left:
+          // each makes its own stores, tokens and products (test/support/factories.ts; the demo fixture under
+          // new ids, test/support/demo.ts), and `npm test -- --sequence.shuffle` runs them in another order.
+          isolate: false,
           include: ["test/**/*.test.ts"],
           // test/scripts/*.test.ts drive the deploy and token scripts in Node, test/setup/*.test.ts the test
           // runner's own helpers; test/scripts/worker/ runs here.
@@ -67,8 +71,9 @@ export default defineConfig({
         ],
         test: {
           name: "converter",
-          // Each file in its own isolate, as the API's: the codec instances an isolate keeps start empty.
-          isolate: true,
+          // The files share the runtime, as the API's above: the codec instances and their memory carry from
+          // file to file, as they do in a deployed converter, and the memory tests hold whatever ran before.
+          isolate: false,
           include: ["converter/test/**/*.test.ts"],
         },
       },
