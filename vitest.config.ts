@@ -20,8 +20,8 @@ dropExpectedDisconnects(process.stderr);
 export default defineConfig({
   test: {
     // Two test files at a time on two cores (vitest's default keeps a core for itself there: one file at a
-    // time). A file's work is mostly in other processes (its own workerd, wrangler, Chromium), and one
-    // file's start-up or waits leave the cores to the other. From three cores up, vitest's default. The
+    // time). A file's work is mostly in other processes (workerd, wrangler, Chromium), and one file's
+    // waits leave the cores to the other. From three cores up, vitest's default. The
     // e2e project runs its files one at a time (below).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
@@ -39,7 +39,7 @@ export default defineConfig({
               },
               // The converter Worker, as wrangler builds it for a deploy, behind the API's CONVERTER binding
               // (wrangler.toml): the API's tests convert through the same RPC as production, in another Worker.
-              // Built once per run: the pool asks for these options again for every test file.
+              // Built once per run: the pool asks for these options each time it starts a workerd.
               workers: [{ ...converterSettings(), ...(await buildConverter()) }],
             },
           })),
