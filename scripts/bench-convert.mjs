@@ -24,28 +24,15 @@
 //   npm run bench:convert -- --only=PNG     only the inputs whose name contains the text (no report written)
 
 import sharp from "sharp";
-import {
-  bearer,
-  connectInspector,
-  isMain,
-  log,
-  machineLine,
-  num,
-  prepareAndPut,
-  runParts,
-  sampleIsolate,
-  sampleRss,
-  spread,
-  stats,
-  step,
-  storeAndTokenFixture,
-  table,
-  times,
-  withBenchServer,
-  workerdProcesses,
-} from "./bench-lib.mjs";
 import { prepareInputs } from "./lib/bench-convert-inputs.mjs";
+import { bearer, storeAndTokenFixture } from "./lib/bench-fixture.mjs";
+import { prepareAndPut } from "./lib/bench-http.mjs";
 import { readBmp } from "./lib/bench-images.mjs";
+import { connectInspector, sampleIsolate, sampleRss, workerdProcesses } from "./lib/bench-memory.mjs";
+import { machineLine, num, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchServer } from "./lib/bench-server.mjs";
 
 const SPEED_RUNS = 3;
 const QUALITY = 80;

@@ -10,25 +10,14 @@
 //      from the moment its delete was sent to its arrival (an event may arrive before its answer does).
 //
 //   npm run bench:events     rewrites its own block at the end of docs/benchmarks.md
-import {
-  BENCH_STORE,
-  benchFixture,
-  benchIds,
-  call,
-  isMain,
-  log,
-  machineLine,
-  num,
-  percentile,
-  publishReloadDocument,
-  runParts,
-  spread,
-  stats,
-  step,
-  table,
-  withBenchServer,
-} from "./bench-lib.mjs";
+
 import { loadFixture } from "./dev-server.mjs";
+import { BENCH_STORE, benchFixture, benchIds, publishReloadDocument } from "./lib/bench-fixture.mjs";
+import { call } from "./lib/bench-http.mjs";
+import { machineLine, num, percentile, spread, stats, table } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchServer } from "./lib/bench-server.mjs";
 import { startReceiver } from "./webhook-receiver.mjs";
 
 const MINUTE = 60_000;

@@ -13,22 +13,12 @@
 // trips it adds are counted in test/http/idempotency.test.ts (docs/latency.md).
 //
 //   npm run bench:idempotency   this part alone; rewrites its block of docs/benchmarks.md
-import {
-  benchIds,
-  call,
-  isMain,
-  log,
-  machineLine,
-  num,
-  prepareAndPut,
-  productPath,
-  runParts,
-  spread,
-  stats,
-  step,
-  table,
-  withBenchStore,
-} from "./bench-lib.mjs";
+import { benchIds, productPath } from "./lib/bench-fixture.mjs";
+import { call, prepareAndPut } from "./lib/bench-http.mjs";
+import { machineLine, num, spread, stats, table } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 
 const WARMUP = 5;
 const RUNS = 60;

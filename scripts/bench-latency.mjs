@@ -7,20 +7,12 @@
 //
 //   npm run bench:latency                     this part alone; rewrites its block of docs/benchmarks.md
 //   npm run bench:latency -- --delay=100      another injected delay
-import {
-  BENCH_STORE,
-  benchIds,
-  call,
-  isMain,
-  machineFacts,
-  machineLine,
-  num,
-  percentile,
-  runParts,
-  step,
-  table,
-  withBenchStore,
-} from "./bench-lib.mjs";
+import { BENCH_STORE, benchIds } from "./lib/bench-fixture.mjs";
+import { call } from "./lib/bench-http.mjs";
+import { machineFacts, machineLine, num, percentile, table } from "./lib/bench-report.mjs";
+import { isMain, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 
 const delayArgument = process.argv.find((arg) => arg.startsWith("--delay="));
 /** The injected delay per D1 round trip and per Durable Object call, in ms. */

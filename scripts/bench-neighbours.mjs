@@ -10,9 +10,13 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { isMain, log, machineLine, runParts, seededRandom, withPersistedDevServer } from "./bench-lib.mjs";
 import { endpointTimes, loadAppQueryCode, requestOnce, shapes, sqlTimes } from "./bench-subscriptions.mjs";
 import { loadFixture } from "./dev-server.mjs";
+import { seededRandom } from "./lib/bench-fixture.mjs";
+import { machineLine } from "./lib/bench-report.mjs";
+import { isMain, log } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withPersistedDevServer } from "./lib/bench-server.mjs";
 import { storeWorld, subscriptionRow } from "./lib/bench-subscription-data.mjs";
 
 const MEASURED_ROWS = 20_000;

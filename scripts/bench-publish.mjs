@@ -11,23 +11,14 @@
 // computed with that very code (bundled with esbuild) and printed beside it as a cross-check.
 //
 //   npm run bench:publish     this part alone; rewrites its block of docs/benchmarks.md
-import {
-  benchIds,
-  benchSizes,
-  call,
-  isMain,
-  log,
-  machineLine,
-  num,
-  publishReloadDocument,
-  runParts,
-  spread,
-  stats,
-  step,
-  table,
-  withBenchStore,
-} from "./bench-lib.mjs";
+
 import { loadFixture } from "./dev-server.mjs";
+import { benchIds, benchSizes, publishReloadDocument } from "./lib/bench-fixture.mjs";
+import { call } from "./lib/bench-http.mjs";
+import { machineLine, num, spread, stats, table } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 import { importSource } from "./lib/import-source.mjs";
 
 const WARMUP = 2;

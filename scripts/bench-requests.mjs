@@ -9,26 +9,12 @@
 // too coarse for a single request).
 //
 //   npm run bench:requests     this part alone; rewrites its block of docs/benchmarks.md
-import {
-  bearer,
-  benchIds,
-  benchSizes,
-  call,
-  isMain,
-  loadRoute,
-  log,
-  machineLine,
-  num,
-  productPath,
-  runParts,
-  sequentialGets,
-  spread,
-  stats,
-  step,
-  table,
-  times,
-  withBenchStore,
-} from "./bench-lib.mjs";
+import { bearer, benchIds, benchSizes, productPath } from "./lib/bench-fixture.mjs";
+import { call, loadRoute, sequentialGets } from "./lib/bench-http.mjs";
+import { machineLine, num, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 
 /** Rounds of the routes; the median round is reported, min–max is the spread. */
 const ROUNDS = 3;

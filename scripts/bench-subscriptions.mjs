@@ -16,8 +16,11 @@
 // The SQL is not written twice: the script bundles src/subscriptions (filters.ts, query.ts) with
 // esbuild and asks it for the statements of each shape, exactly as the Worker builds them.
 import { DatabaseSync } from "node:sqlite";
-import { isMain, log, machineLine, percentile, runParts, withPersistedDevServer } from "./bench-lib.mjs";
 import { applyLocalMigrations, loadFixture, wrangler } from "./dev-server.mjs";
+import { machineLine, percentile } from "./lib/bench-report.mjs";
+import { isMain, log } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withPersistedDevServer } from "./lib/bench-server.mjs";
 import { d1File, loadData, MAIN_ROWS, MAIN_STORE, OTHER_ROWS } from "./lib/bench-subscription-data.mjs";
 import { importSource } from "./lib/import-source.mjs";
 

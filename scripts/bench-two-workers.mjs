@@ -24,24 +24,13 @@
 
 import { readdirSync, readFileSync } from "node:fs";
 import sharp from "sharp";
-import {
-  bearer,
-  descendants,
-  isMain,
-  log,
-  machineLine,
-  num,
-  percentile,
-  prepareAndPut,
-  productPath,
-  runParts,
-  spread,
-  stats,
-  step,
-  table,
-  withBenchStore,
-} from "./bench-lib.mjs";
+import { bearer, productPath } from "./lib/bench-fixture.mjs";
+import { prepareAndPut } from "./lib/bench-http.mjs";
 import { loadImageHelpers, writeBmp } from "./lib/bench-images.mjs";
+import { machineLine, num, percentile, spread, stats, table } from "./lib/bench-report.mjs";
+import { descendants, isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 
 const MINUTE = 60_000;
 /** The pause after each read's answer. */

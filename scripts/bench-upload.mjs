@@ -25,25 +25,13 @@
 //   npm run bench:upload -- --multipart-only   only the 1 GB multipart phase; prints it, writes nothing
 //     … --multipart-only --bytes=300000000 --rounds=1   the same with another file size and number of rounds
 import { join } from "node:path";
-import {
-  call,
-  connectInspector,
-  isMain,
-  log,
-  machineLine,
-  num,
-  runParts,
-  sampleIsolate,
-  sampleRss,
-  spread,
-  stats,
-  step,
-  table,
-  times,
-  withBenchStore,
-  workerdProcesses,
-} from "./bench-lib.mjs";
+import { call } from "./lib/bench-http.mjs";
+import { connectInspector, sampleIsolate, sampleRss, workerdProcesses } from "./lib/bench-memory.mjs";
 import { MULTIPART_BYTES, MULTIPART_ROUNDS, multipartPart } from "./lib/bench-multipart.mjs";
+import { machineLine, num, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { isMain, log, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchStore } from "./lib/bench-server.mjs";
 import { curlPut, mib, SAMPLE_MS, UPLOAD_BYTES, withDirAndSink, writeVideo } from "./lib/bench-upload-files.mjs";
 
 const ROUNDS = 5;

@@ -12,22 +12,14 @@
 //
 //   npm run bench:widths      this part alone; writes its block at the end of docs/benchmarks.md
 import sharp from "sharp";
-import {
-  isMain,
-  machineLine,
-  num,
-  runParts,
-  spread,
-  stats,
-  step,
-  storeAndTokenFixture,
-  table,
-  timedGet,
-  times,
-  withBenchServer,
-} from "./bench-lib.mjs";
+import { storeAndTokenFixture } from "./lib/bench-fixture.mjs";
+import { timedGet } from "./lib/bench-http.mjs";
 import { coldBesideSharp, hostPhoto, warmBesidePing } from "./lib/bench-image-reads.mjs";
 import { largePhotoJpeg } from "./lib/bench-images.mjs";
+import { machineLine, num, spread, stats, table, times } from "./lib/bench-report.mjs";
+import { isMain, step } from "./lib/bench-run.mjs";
+import { runParts } from "./lib/bench-runner.mjs";
+import { withBenchServer } from "./lib/bench-server.mjs";
 
 const COLD_ROUNDS = 7;
 const COLD_WIDTHS = [640, 1280];
