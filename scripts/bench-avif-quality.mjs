@@ -11,6 +11,7 @@
 // - The master source: the master scaled with lanczos3 to that size, the pixels the SSIM reference is made of,
 //   through the same `encodeAvif`: what the AVIF would be if it were not made from a lossy file.
 // - SSIM on luma against the master scaled to the row's size (an AVIF encoded smaller scaled back up first).
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,8 +21,30 @@ import sharp from "sharp";
 import { num, table } from "./lib/bench-report.mjs";
 import { projectRoot } from "./lib/bench-run.mjs";
 
-/** The converter's settings (converter/src/convert/avif.ts). */
-export const SERVICE_AVIF = { quality: 62, speed: 8 };
+/**
+ * The converter's settings, read from converter/src/convert/avif.ts, so the bench follows a change of them (it
+ * once kept 62 after the converter went to 66). The rows check them: at these settings Node's encode of the
+ * converter's pixels must be the served AVIF byte for byte ({@link assertSameAsServed}).
+ */
+export const SERVICE_AVIF = (() => {
+  const source = readFileSync(join(projectRoot, "converter/src/convert/avif.ts"), "utf8");
+  const constant = (name) => Number(new RegExp(`^const ${name} = (\\d+);$`, "m").exec(source)?.[1]);
+  const settings = { quality: constant("avifQuality"), speed: constant("avifSpeed") };
+  if (!Number.isInteger(settings.quality) || !Number.isInteger(settings.speed)) {
+    throw new Error("converter/src/convert/avif.ts: no `const avifQuality = N;` or `const avifSpeed = N;`");
+  }
+  return settings;
+})();
+
+/** Throws unless every row's AVIF at {@link SERVICE_AVIF}, encoded here, is the one the service served. */
+export function assertSameAsServed(rows) {
+  const differing = rows.filter((row) => !row.sameBytesAsServed);
+  if (differing.length > 0) {
+    throw new Error(
+      `at quality ${SERVICE_AVIF.quality}, speed ${SERVICE_AVIF.speed} Node's encode is not the served AVIF in ${differing.length} of ${rows.length} rows (first: ${differing[0].photo} ${differing[0].width} × ${differing[0].height}): the bench's settings are not the converter's`,
+    );
+  }
+}
 /** Single production settings tried on every row (hosted source), beside the service's. */
 const SWEEP = [...[62, 66, 70, 74, 78, 82].map((quality) => ({ quality, speed: 8 })), { quality: 70, speed: 7 }];
 
@@ -327,9 +350,9 @@ export function qualityTable(rows) {
       "Photo",
       "Size",
       "WebP",
-      "AVIF q62 (served)",
+      `AVIF q${SERVICE_AVIF.quality} (served)`,
       "Source",
-      "AVIF q62 from master",
+      `AVIF q${SERVICE_AVIF.quality} from master`,
       "Matched from hosted",
       "Matched from master",
     ],
@@ -373,9 +396,9 @@ export function qualitySummary(rows) {
   const same = rows.filter((row) => row.sameBytesAsServed).length;
   const totals = [sum(rows.map((row) => row.webpBytes)), sum(rows.map((row) => row.avifBytes))];
   return [
-    `- Served (quality 62): WebP ${kib(totals[0])}, AVIF ${kib(totals[1])} (${pct(saved(totals[1], totals[0]))} fewer bytes); mean SSIM WebP ${mean(rows.map((r) => r.webpSsim)).toFixed(4)}, AVIF ${mean(rows.map((r) => r.avifSsim)).toFixed(4)}. Goal (SSIM ≥ WebP's, ≥ 20 % fewer bytes) met in ${rows.filter((row) => meetsGoal(row, { bytes: row.avifBytes, ssim: row.avifSsim })).length} of ${rows.length} rows.`,
+    `- Served (quality ${SERVICE_AVIF.quality}): WebP ${kib(totals[0])}, AVIF ${kib(totals[1])} (${pct(saved(totals[1], totals[0]))} fewer bytes); mean SSIM WebP ${mean(rows.map((r) => r.webpSsim)).toFixed(4)}, AVIF ${mean(rows.map((r) => r.avifSsim)).toFixed(4)}. Goal (SSIM ≥ WebP's, ≥ 20 % fewer bytes) met in ${rows.filter((row) => meetsGoal(row, { bytes: row.avifBytes, ssim: row.avifSsim })).length} of ${rows.length} rows.`,
     `- Same encoder, same source: Node's encode of the converter's pixels at the service's settings is the served AVIF byte for byte in ${same} of ${rows.length} rows.`,
-    `- Where the SSIM gap comes from (mean SSIM, quality 62 both): ${[gapLine("widths", widths), gapLine("full size", rows.filter(isFullSize))].filter(Boolean).join("; ")}.`,
+    `- Where the SSIM gap comes from (mean SSIM, quality ${SERVICE_AVIF.quality} both): ${[gapLine("widths", widths), gapLine("full size", rows.filter(isFullSize))].filter(Boolean).join("; ")}.`,
     `- ${matchedLine("Matched quality from the hosted WebP (what the service can do)", rows, (row) => row.matchedHosted)}`,
     `- ${matchedLine("Matched quality from the master", rows, (row) => row.matchedMaster)}`,
   ].join("\n");

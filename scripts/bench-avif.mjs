@@ -34,6 +34,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { measurePlaceholder, placeholderPart } from "./bench-avif-placeholder.mjs";
 import {
+  assertSameAsServed,
   createQualityProbe,
   luma,
   lumaOf,
@@ -62,7 +63,7 @@ const CONNECTIONS = 10;
 const LOAD_SECONDS = 5;
 const WARMUP_SECONDS = 2;
 /**
- * sharp's AVIF at the converter's settings (converter/src/convert/avif.ts: libavif quality 62, libaom speed 8,
+ * sharp's AVIF at the converter's settings (converter/src/convert/avif.ts: its libavif quality and libaom speed,
  * 4:2:0, 8 bits, one thread). libvips hands libheif `speed = 9 − effort` and `threads = ` its concurrency (1
  * here: libaom then runs one thread, no row-mt), and libheif maps quality to libaom's cq-level as libavif does.
  * Tune: @jsquash/avif tunes libaom for SSIM at quality ≥ 50; sharp's default ("auto") is libaom's IQ tune with
@@ -152,6 +153,7 @@ export async function measureBytes(server) {
   const probe = await createQualityProbe();
   const rows = [];
   for (const file of photoFiles()) rows.push(...(await measurePhoto(server, probe, file)));
+  assertSameAsServed(rows);
   return rows;
 }
 
@@ -411,7 +413,7 @@ export function avifSection(result, facts) {
   };
   const [start, end] = result.load.map((value) => value.toFixed(1));
   return [
-    `Measured ${machineLine(facts)}. Method: \`wrangler dev\` on 127.0.0.1, both Workers; \`npm run bench:avif\` (photos: the corpus's and, with \`BENCH_PHOTOS\`, scikit-image's samples). The machine is 2 shared vCPUs with other work running (1-minute load average ${start} at the start, ${end} at the end): absolute times are this machine's on a busy day, ratios are paired per round, and the bytes and SSIM do not depend on load.`,
+    `Measured ${machineLine(facts)}. Method: \`wrangler dev\` on 127.0.0.1, both Workers; \`npm run bench:avif\` (photos: the corpus's and, with \`BENCH_PHOTOS\`, scikit-image's samples). The machine is 2 shared vCPUs (1-minute load average ${start} at the start, ${end} at the end): absolute times are this machine's at that load, ratios are paired per round, and the bytes and SSIM do not depend on load.`,
     ...["bytes", "cold", "warm", "placeholder", "memory"]
       .filter((part) => result[part])
       .flatMap((part) => ["", writers[part](result[part])]),
