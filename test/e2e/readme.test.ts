@@ -4,7 +4,9 @@ import { dirname, join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
-import { demo, demoPublished, demoStoreId, demoToken } from "../support/demo";
+// @ts-expect-error: plain ESM helper shared with `npm run dev`, no type declarations.
+import { loadFixture } from "../../scripts/dev-server.mjs";
+import { demoPublished, demoStoreId, demoToken, demoUnderNewIds } from "../support/demo";
 import { expectJson, expectStatus } from "../support/responses";
 
 const baseUrl = inject("baseUrl");
@@ -62,10 +64,14 @@ describe("the README's opening is what the project does: its two set-up commands
     const [products, published, drafts, crossSells, subscriptions, active, events] = (figures ?? [])
       .slice(1)
       .map(Number);
+    // The demo as `npm run dev` loads it, under ids of its own: the other e2e files change the shared demo
+    // store (a publish makes an event), and they may run first.
+    const fresh = demoUnderNewIds();
+    await loadFixture(baseUrl, fresh.document);
     // Every figure is counted before anything is compared, so a mismatch shows them all.
-    const storeProducts = demo.products.filter((candidate) => candidate.store_id === demoStoreId);
+    const storeProducts = fresh.document.products.filter((candidate) => candidate.store_id === fresh.storeId);
     const count = (status: string) => storeProducts.filter((candidate) => candidate.status === status).length;
-    const headers = { Authorization: `Bearer ${demoToken}` };
+    const headers = { Authorization: `Bearer ${fresh.token}` };
     const listed = await Promise.all(
       storeProducts.map(async (candidate) => {
         const response = await fetch(`${baseUrl}/api/v1/products/${candidate.id}/cross-sells?per_page=100`, {
