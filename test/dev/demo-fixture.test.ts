@@ -11,22 +11,14 @@ type Page = {
 };
 
 // The demo under ids of its own: other files load the demo too, and publish in its store.
-const {
-  document: demo,
-  storeId: demoStoreId,
-  token: demoToken,
-  published: demoPublished,
-  drafted: demoDrafted,
-  events: demoEvents,
-  failedEvent: demoFailedEvent,
-} = demoUnderNewIds();
-const asDemo = (path: string) => api(path, { token: demoToken });
+const demo = demoUnderNewIds();
+const asDemo = (path: string) => api(path, { token: demo.token });
 const document = committed as OpenApiDocument;
 
 /** The demo ids a newcomer types into the reference page's path parameters, by operation path. */
 const typedIds: Record<string, Record<string, string>> = {
-  "/products/{productId}/cross-sells": { productId: demoPublished.id },
-  "/products/{productId}/draft/cross-sells": { productId: demoDrafted.id },
+  "/products/{productId}/cross-sells": { productId: demo.published.id },
+  "/products/{productId}/draft/cross-sells": { productId: demo.drafted.id },
 };
 
 /**
@@ -58,13 +50,13 @@ function listOperations() {
  */
 describe("the demo fixture, loaded as npm run dev loads it", () => {
   beforeAll(async () => {
-    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: demo }), 201);
+    await expectStatus(await api("/_dev/fixtures", { method: "POST", body: demo.document }), 201);
   });
 
   it("lists the demo store's webhook events, newest first, delivered, failed and pending, each with its attempts", async () => {
     const page = await expectJson<Page>(await asDemo("/webhook-events"), 200);
-    expect(page.items.map((item) => item.id)).toEqual(demoEvents.map((event) => event.id));
-    expect(page.pagination.total).toBe(demoEvents.length);
+    expect(page.items.map((item) => item.id)).toEqual(demo.events.map((event) => event.id));
+    expect(page.pagination.total).toBe(demo.events.length);
     expect(new Set(page.items.map((item) => item.status))).toEqual(new Set(["delivered", "failed", "pending"]));
     for (const item of page.items) {
       expect(item.attempts, item.id).toBeGreaterThan(0);
@@ -73,9 +65,9 @@ describe("the demo fixture, loaded as npm run dev loads it", () => {
   });
 
   it("reads every demo event with its payload and one attempt-log line per attempt", async () => {
-    for (const event of demoEvents) {
-      const detail = await readEvent(demoToken, event.id);
-      expect(detail.payload, event.id).toMatchObject({ type: event.type, data: { store_id: demoStoreId } });
+    for (const event of demo.events) {
+      const detail = await readEvent(demo.token, event.id);
+      expect(detail.payload, event.id).toMatchObject({ type: event.type, data: { store_id: demo.storeId } });
       expect(detail.attempt_log, event.id).toHaveLength(detail.attempts);
       expect(detail.attempt_log.map((line) => line.response_status)).toEqual(
         event.attempt_log.map((line) => line.response_status),
@@ -86,14 +78,14 @@ describe("the demo fixture, loaded as npm run dev loads it", () => {
   it("filters the demo events by status: the failed ones, one of them after the whole retry schedule", async () => {
     const page = await expectJson<Page>(await asDemo("/webhook-events?status=failed"), 200);
     expect(page.items.map((item) => item.id)).toEqual(
-      demoEvents.filter((event) => event.status === "failed").map((event) => event.id),
+      demo.events.filter((event) => event.status === "failed").map((event) => event.id),
     );
-    expect(page.items[0]?.id).toBe(demoFailedEvent.id);
+    expect(page.items[0]?.id).toBe(demo.failedEvent.id);
     expect(Math.max(...page.items.map((item) => item.attempts))).toBe(10);
   });
 
   it("keeps every demo event within the retention (30 days) and the pending one due after the load", async () => {
-    for (const event of demoEvents) expect(event.age_seconds, event.id).toBeLessThan(30 * 86_400);
+    for (const event of demo.events) expect(event.age_seconds, event.id).toBeLessThan(30 * 86_400);
     const pending = await expectJson<Page & { items: { next_attempt_at: string | null }[] }>(
       await asDemo("/webhook-events?status=pending"),
       200,
@@ -116,10 +108,10 @@ describe("the demo fixture, loaded as npm run dev loads it", () => {
 
   it("answers the demo token only its own store's data: the first store's subscriptions and products", async () => {
     const subscriptions = await expectJson<Page>(await asDemo("/subscriptions"), 200);
-    const own = demo.subscriptions.filter((subscription) => subscription.store_id === demoStoreId);
+    const own = demo.document.subscriptions.filter((subscription) => subscription.store_id === demo.storeId);
     expect(subscriptions.pagination.total).toBe(own.length);
-    expect(own.length).toBeLessThan(demo.subscriptions.length);
-    const crossSells = await expectJson<Page>(await asDemo(`/products/${demoPublished.id}/cross-sells`), 200);
+    expect(own.length).toBeLessThan(demo.document.subscriptions.length);
+    const crossSells = await expectJson<Page>(await asDemo(`/products/${demo.published.id}/cross-sells`), 200);
     expect(crossSells.items.length).toBeGreaterThan(0);
   });
 });
