@@ -8,6 +8,7 @@ import webpDecoderWasm from "@jsquash/webp/codec/dec/webp_dec.wasm";
 import webpEncoderFactory from "@jsquash/webp/codec/enc/webp_enc.js";
 import webpEncoderWasm from "@jsquash/webp/codec/enc/webp_enc.wasm";
 import { defaultOptions as webpDefaults } from "@jsquash/webp/meta";
+import { concatBytes } from "../../src/lib/encoding";
 
 /** Test images made from code: real encoders (MozJPEG) and small writers, so every byte is known. */
 
@@ -271,15 +272,8 @@ export async function writeRgbaPng(rgba: Uint8Array, width: number, height: numb
   ]);
 }
 
-export function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+/** The project's one concatenation (src/lib/encoding.ts), under the name these tests use. */
+export const concat = concatBytes;
 
 /**
  * Decodes WebP with @jsquash/webp's decoder (independent of the pipeline's), checking the RIFF header first.

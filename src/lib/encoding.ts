@@ -1,5 +1,16 @@
 /** Bytes as text (lower-case hex, base64 and base64url without padding), and text as an RFC 8187 ext-value. */
 
+/** The parts one after another in one new array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const whole = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    whole.set(part, at);
+    at += part.length;
+  }
+  return whole;
+}
+
 /** Lower-case hex, two digits a byte. */
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   return [...(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes))]

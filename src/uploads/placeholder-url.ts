@@ -1,5 +1,5 @@
 import { thumbHashToRGBA } from "thumbhash";
-import { toBase64 } from "../lib/encoding";
+import { concatBytes, toBase64 } from "../lib/encoding";
 
 /**
  * `placeholder_url`: a converted image's ThumbHash rendered as a `data:image/png;base64,` URL of at most
@@ -107,19 +107,12 @@ function png(rgba: Uint8Array, width: number, height: number, alpha: boolean): U
   zview.setUint16(5, ~rows.length & 0xffff, true);
   zlib.set(rows, 7);
   zview.setUint32(7 + rows.length, adler32(rows));
-  const parts = [
+  return concatBytes([
     new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]),
     chunk("IHDR", header),
     chunk("IDAT", zlib),
     chunk("IEND", new Uint8Array(0)),
-  ];
-  const out = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  ]);
 }
 
 /** The data URL of a ThumbHash (base64): RGB when every pixel of its render is opaque, RGBA otherwise. */

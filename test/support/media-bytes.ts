@@ -1,16 +1,10 @@
+import { concatBytes } from "../../src/lib/encoding";
+
 /** Real file signatures, small enough to build in a test: what a sniffer sees at the start of each format. */
 
 const ascii = (text: string) => Uint8Array.from(text, (char) => char.charCodeAt(0));
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
+const concat = (...parts: Uint8Array[]) => concatBytes(parts);
 
 function u32(value: number): Uint8Array {
   return Uint8Array.of(value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff);

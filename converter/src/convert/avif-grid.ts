@@ -1,3 +1,4 @@
+import { concatBytes } from "../../../src/lib/encoding";
 import { type CodedItem, type EncodedTile, type ItemProperty, propertyType } from "./avif-items";
 
 /**
@@ -40,19 +41,9 @@ function u32(value: number): Uint8Array {
   return Uint8Array.of(value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const whole = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    whole.set(part, at);
-    at += part.length;
-  }
-  return whole;
-}
-
 function box(type: string, ...parts: Uint8Array[]): Uint8Array {
-  const body = concat(parts);
-  return concat([u32(body.length + 8), encoder.encode(type), body]);
+  const body = concatBytes(parts);
+  return concatBytes([u32(body.length + 8), encoder.encode(type), body]);
 }
 
 function fullBox(type: string, version: number, flags: number, ...parts: Uint8Array[]): Uint8Array {
@@ -66,7 +57,14 @@ function spatialExtent(width: number, height: number): ItemProperty {
 
 /** The ImageGrid payload of a grid item (16-bit output size: an image's edge is far below 65536). */
 function imageGrid(layout: GridLayout): Uint8Array {
-  return concat([u8(0), u8(0), u8(layout.rows - 1), u8(layout.columns - 1), u16(layout.width), u16(layout.height)]);
+  return concatBytes([
+    u8(0),
+    u8(0),
+    u8(layout.rows - 1),
+    u8(layout.columns - 1),
+    u16(layout.width),
+    u16(layout.height),
+  ]);
 }
 
 /** A grid item and its tiles' items, numbered from `firstId`: the grid takes what its first tile has but av1C. */
@@ -143,7 +141,7 @@ function itemProperties(items: Item[]): Uint8Array {
   };
   const associations = items.map((item) => {
     const entries = item.properties.map(({ box, essential }) => u8((essential ? 0x80 : 0) | indexOf(box)));
-    return concat([u16(item.id), u8(entries.length), ...entries]);
+    return concatBytes([u16(item.id), u8(entries.length), ...entries]);
   });
   return box("iprp", box("ipco", ...distinct), fullBox("ipma", 0, 0, u32(items.length), ...associations));
 }
@@ -152,7 +150,7 @@ function itemProperties(items: Item[]): Uint8Array {
 function itemLocations(items: Item[], dataStart: number): Uint8Array {
   let offset = dataStart;
   const entries = items.map((item) => {
-    const entry = concat([u16(item.id), u16(0), u16(1), u32(offset), u32(item.payload.length)]);
+    const entry = concatBytes([u16(item.id), u16(0), u16(1), u32(offset), u32(item.payload.length)]);
     offset += item.payload.length;
     return entry;
   });
@@ -199,7 +197,7 @@ export function writeAvifGrid(layout: GridLayout, tiles: EncodedTile[]): Uint8Ar
   const dataStart = fileType.length + metaLength + 8;
   const payloads = items.map((item) => item.payload);
   const dataLength = payloads.reduce((total, payload) => total + payload.length, 0);
-  return concat([
+  return concatBytes([
     fileType,
     metaBox(items, grids, alphaGridId, dataStart),
     u32(dataLength + 8),
